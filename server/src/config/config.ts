@@ -1,0 +1,180 @@
+import { z } from 'zod';
+
+/**
+ * The whole configuration of a Workroom server: read once from the environment at start, validated,
+ * and injected everywhere else. Every key is documented in README.md ("Configuration").
+ */
+
+const DURATION_RE = /^(\d+(?:\.\d+)?)(ms|s|m|h)?$/;
+const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
+
+/** "500ms", "5s", "2m", "1h"; a bare number means seconds. */
+export function parseDurationMs(text: string): number | null {
+  const m = DURATION_RE.exec(text.trim());
+  if (!m) return null;
+  return Math.round(Number(m[1]) * (UNIT_MS[m[2] ?? 's'] ?? 1000));
+}
+
+const duration = (fallback: string) =>
+  z
+    .string()
+    .default(fallback)
+    .transform((s, ctx) => {
+      const ms = parseDurationMs(s);
+      if (ms === null) {
+        ctx.addIssue({ code: 'custom', message: `"${s}" is not a duration such as 500ms, 5s, 2m or 1h` });
+        return z.NEVER;
+      }
+      return ms;
+    });
+
+const int = (fallback: number, min: number, max: number) =>
+  z.coerce.number().int().min(min).max(max).default(fallback);
+
+const bool = (fallback: boolean) =>
+  z
+    .enum(['true', 'false', '1', '0', 'yes', 'no', 'on', 'off'])
+    .default(fallback ? 'true' : 'false')
+    .transform((v) => ['true', '1', 'yes', 'on'].includes(v));
+
+const list = z
+  .string()
+  .default('')
+  .transform((s) =>
+    s
+      .split(',')
+      .map((x) => x.trim())
+      .filter(Boolean),
+  );
+
+const envSchema = z.object({
+  PORT: int(3000, 0, 65535),
+  HOST: z.string().min(1).default('0.0.0.0'),
+  WORKROOM_PUBLIC_URL: z.url().optional(),
+  WORKROOM_DATA_DIR: z.string().min(1).default('./data'),
+  DATABASE_URL: z
+    .string()
+    .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// or postgresql:// URL')
+    .optional(),
+  WORKROOM_DATABASE_SCHEMA: z
+    .string()
+    .regex(/^[a-z_][a-z0-9_]{0,62}$/, 'must be a lower-case SQL identifier')
+    .optional(),
+  WORKROOM_DATABASE_POOL_SIZE: int(10, 1, 200),
+  WORKROOM_ADMIN_EMAIL: z.email().default('admin@workroom.local'),
+  WORKROOM_ADMIN_PASSWORD: z.string().min(8, 'must have at least 8 characters').optional(),
+  WORKROOM_ORG_NAME: z.string().min(1).max(200).default('Workroom'),
+  WORKROOM_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  WORKROOM_ENCRYPTION_KEY: z
+    .string()
+    .refine((s) => Buffer.from(s, 'base64').length === 32, 'must be 32 bytes, base64-encoded')
+    .optional(),
+  WORKROOM_SESSION_TTL: duration('168h'),
+  WORKROOM_MAX_BODY_BYTES: int(1_048_576, 1024, 100 * 1_048_576),
+  WORKROOM_MAX_UPLOAD_BYTES: int(25 * 1_048_576, 1024, 10 * 1024 * 1_048_576),
+  WORKROOM_RATE_LIMIT_BOT_PER_SECOND: z.coerce.number().min(0).default(50),
+  WORKROOM_RATE_LIMIT_BOT_BURST: int(100, 1, 1_000_000),
+  WORKROOM_RATE_LIMIT_USER_PER_SECOND: z.coerce.number().min(0).default(20),
+  WORKROOM_RATE_LIMIT_USER_BURST: int(60, 1, 1_000_000),
+  WORKROOM_WEBHOOK_RETRY_DELAYS: z
+    .string()
+    .default('60s,300s')
+    .transform((s, ctx) => {
+      const parts = s.split(',').map((p) => parseDurationMs(p));
+      if (parts.length > 3 || parts.some((p) => p === null)) {
+        ctx.addIssue({ code: 'custom', message: 'must be up to 3 comma-separated durations, e.g. 60s,300s' });
+        return z.NEVER;
+      }
+      return parts as number[];
+    }),
+  WORKROOM_WEBHOOK_TIMEOUT: duration('5s'),
+  WORKROOM_ALLOW_PRIVATE_WEBHOOK_URLS: bool(false),
+  WORKROOM_MCP_SESSIONS: bool(true),
+  WORKROOM_MCP_ALLOWED_ORIGINS: list,
+  WORKROOM_SHUTDOWN_TIMEOUT: duration('10s'),
+});
+
+export interface Config {
+  port: number;
+  host: string;
+  publicUrl: string;
+  dataDir: string;
+  database:
+    | { kind: 'sqlite'; file: string }
+    | { kind: 'postgres'; url: string; schema: string | undefined; poolSize: number };
+  admin: { email: string; password: string | undefined; orgName: string };
+  logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+  /** base64 of 32 bytes; when absent one is generated and kept in the data directory. */
+  encryptionKey: string | undefined;
+  sessionTtlMs: number;
+  maxBodyBytes: number;
+  maxUploadBytes: number;
+  rateLimits: {
+    bot: { perSecond: number; burst: number };
+    user: { perSecond: number; burst: number };
+  };
+  webhooks: { retryDelaysMs: number[]; timeoutMs: number; allowPrivateUrls: boolean };
+  mcp: { sessions: boolean; allowedOrigins: string[] };
+  shutdownTimeoutMs: number;
+}
+
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`Invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+    this.name = 'ConfigError';
+  }
+}
+
+/** Empty strings count as unset, as in most twelve-factor apps. */
+function cleanEnv(env: NodeJS.ProcessEnv): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(env)) if (v !== undefined && v !== '') out[k] = v;
+  return out;
+}
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const parsed = envSchema.safeParse(cleanEnv(env));
+  if (!parsed.success) {
+    throw new ConfigError(parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`));
+  }
+  const e = parsed.data;
+  if (e.WORKROOM_DATABASE_SCHEMA && !e.DATABASE_URL) {
+    throw new ConfigError(['WORKROOM_DATABASE_SCHEMA: only applies with a PostgreSQL DATABASE_URL']);
+  }
+  const dataDir = e.WORKROOM_DATA_DIR;
+  return {
+    port: e.PORT,
+    host: e.HOST,
+    publicUrl: (e.WORKROOM_PUBLIC_URL ?? `http://localhost:${e.PORT}`).replace(/\/$/, ''),
+    dataDir,
+    database: e.DATABASE_URL
+      ? {
+          kind: 'postgres',
+          url: e.DATABASE_URL,
+          schema: e.WORKROOM_DATABASE_SCHEMA,
+          poolSize: e.WORKROOM_DATABASE_POOL_SIZE,
+        }
+      : { kind: 'sqlite', file: `${dataDir}/workroom.db` },
+    admin: {
+      email: e.WORKROOM_ADMIN_EMAIL,
+      password: e.WORKROOM_ADMIN_PASSWORD,
+      orgName: e.WORKROOM_ORG_NAME,
+    },
+    logLevel: e.WORKROOM_LOG_LEVEL,
+    encryptionKey: e.WORKROOM_ENCRYPTION_KEY,
+    sessionTtlMs: e.WORKROOM_SESSION_TTL,
+    maxBodyBytes: e.WORKROOM_MAX_BODY_BYTES,
+    maxUploadBytes: e.WORKROOM_MAX_UPLOAD_BYTES,
+    rateLimits: {
+      bot: { perSecond: e.WORKROOM_RATE_LIMIT_BOT_PER_SECOND, burst: e.WORKROOM_RATE_LIMIT_BOT_BURST },
+      user: { perSecond: e.WORKROOM_RATE_LIMIT_USER_PER_SECOND, burst: e.WORKROOM_RATE_LIMIT_USER_BURST },
+    },
+    webhooks: {
+      retryDelaysMs: e.WORKROOM_WEBHOOK_RETRY_DELAYS,
+      timeoutMs: e.WORKROOM_WEBHOOK_TIMEOUT,
+      allowPrivateUrls: e.WORKROOM_ALLOW_PRIVATE_WEBHOOK_URLS,
+    },
+    mcp: { sessions: e.WORKROOM_MCP_SESSIONS, allowedOrigins: e.WORKROOM_MCP_ALLOWED_ORIGINS },
+    shutdownTimeoutMs: e.WORKROOM_SHUTDOWN_TIMEOUT,
+  };
+}

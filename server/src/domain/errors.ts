@@ -1,0 +1,53 @@
+/**
+ * The one error type of Workroom. Operations and stores throw AppError with a stable code;
+ * transports map the code to an HTTP status or a JSON-RPC code at the edge, never earlier.
+ */
+export const ERROR_CODES = [
+  'invalid_input', // a field is missing, of the wrong type, or over a limit
+  'invalid_json', // the body is not JSON
+  'unsupported_media_type', // the body is not of a content type the endpoint accepts
+  'unauthenticated', // no credentials, or bad/expired/revoked ones
+  'forbidden', // known caller, not allowed
+  'insufficient_scope', // bot key lacks the scope the operation needs
+  'not_found', // does not exist, or is not visible to the caller
+  'method_not_allowed',
+  'conflict', // unique constraint or state conflict
+  'idempotency_conflict', // same Idempotency-Key reused with another body, or still in flight
+  'payload_too_large',
+  'rate_limited',
+  'unavailable', // dependency down (database), shutting down
+  'internal',
+] as const;
+
+export type ErrorCode = (typeof ERROR_CODES)[number];
+
+export interface ErrorDetails {
+  /** Path of the offending input field, e.g. "content" or "scopes.0". */
+  field?: string;
+  /** Scope the caller lacks (insufficient_scope). */
+  scope?: string;
+  /** Seconds until a retry may succeed (rate_limited). */
+  retryAfterSeconds?: number;
+}
+
+export class AppError extends Error {
+  readonly code: ErrorCode;
+  readonly details: ErrorDetails;
+
+  constructor(code: ErrorCode, message: string, details: ErrorDetails = {}) {
+    super(message);
+    this.name = 'AppError';
+    this.code = code;
+    this.details = details;
+  }
+}
+
+export const notFound = (what: string): AppError => new AppError('not_found', `${what} not found`);
+export const forbidden = (message: string): AppError => new AppError('forbidden', message);
+export const invalid = (field: string, message: string): AppError =>
+  new AppError('invalid_input', `${field}: ${message}`, { field });
+export const conflict = (message: string): AppError => new AppError('conflict', message);
+
+export function isAppError(e: unknown): e is AppError {
+  return e instanceof AppError;
+}

@@ -1,0 +1,21 @@
+/** Event kinds of the spec. `task.assigned` is emitted but is not in the subscribable list. */
+export const SUBSCRIBABLE_EVENT_TYPES = [
+  'message.created',
+  'message.updated',
+  'message.deleted',
+  'task.created',
+  'task.status_changed',
+  'channel.updated',
+  'member.joined',
+  'member.left',
+] as const;
+export const EVENT_TYPES = [...SUBSCRIBABLE_EVENT_TYPES, 'task.assigned'] as const;
+export type EventType = (typeof EVENT_TYPES)[number];
+export type SubscribableEventType = (typeof SUBSCRIBABLE_EVENT_TYPES)[number];
+
+/** An event as operations emit it; the outbox adds id, sequence and timestamp. */
+export interface DomainEvent {
+  type: EventType;
+  orgId: string;
+  data: Record<string, unknown>;
+}

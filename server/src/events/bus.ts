@@ -1,0 +1,30 @@
+import type { EventRow } from '../storage/schema.js';
+import type { Selectable } from 'kysely';
+
+export type PublishedEvent = Selectable<EventRow>;
+type Listener = (events: PublishedEvent[]) => void;
+
+/**
+ * In-process fan-out of events after their transaction committed. The outbox table is the durable
+ * record; this bus only wakes local consumers (SSE streams, the webhook worker) without polling delay.
+ * Listeners must not throw or block; a failing listener is isolated from the others.
+ */
+export class EventBus {
+  readonly #listeners = new Set<Listener>();
+
+  subscribe(listener: Listener): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
+  publish(events: PublishedEvent[]): void {
+    if (events.length === 0) return;
+    for (const l of this.#listeners) {
+      try {
+        l(events);
+      } catch {
+        // A consumer's bug must not break the request that committed the change.
+      }
+    }
+  }
+}

@@ -1,0 +1,89 @@
+import { AppError, notFound } from '../domain/errors.js';
+import type { ChannelRow, DmRoomRow, ProjectRow, TopicRow } from '../storage/schema.js';
+import type { Stores } from '../storage/stores/index.js';
+import type { ContainerRef } from '../storage/stores/messages.js';
+import { actorRef, type Actor } from './context.js';
+
+/**
+ * Who may see and change what. Anything the actor may not see answers `not_found`, exactly as if it
+ * did not exist, so that other organizations' data cannot be detected.
+ */
+
+export const isSystemAdmin = (a: Actor): boolean => a.kind === 'user' && a.role === 'system_admin';
+
+/** system_admin anywhere; org_admin within its organization. */
+export function isOrgAdmin(a: Actor, orgId: string): boolean {
+  if (a.kind !== 'user') return false;
+  return a.role === 'system_admin' || (a.role === 'org_admin' && a.orgId === orgId);
+}
+
+/** Same organization, or a system_admin. */
+export const inOrg = (a: Actor, orgId: string): boolean => a.orgId === orgId || isSystemAdmin(a);
+
+export type Access = 'read' | 'write';
+
+/**
+ * Channels: bots reach only channels they are members of. Users read public channels of their
+ * organization and private ones they belong to; posting needs membership. Organization admins read
+ * and manage every channel of their organization.
+ */
+export async function loadChannel(
+  stores: Stores,
+  actor: Actor,
+  id: string,
+  access: Access,
+): Promise<ChannelRow> {
+  const ch = await stores.containers.getChannel(id);
+  if (!ch || !inOrg(actor, ch.org_id)) throw notFound('Channel');
+  if (isOrgAdmin(actor, ch.org_id)) return ch;
+  const member = await stores.containers.isMember('channel', id, actorRef(actor));
+  if (member) return ch;
+  if (actor.kind === 'user' && ch.is_private === 0) {
+    if (access === 'read') return ch;
+    throw new AppError('forbidden', 'Join the channel before posting in it');
+  }
+  throw notFound('Channel');
+}
+
+/** Projects: members (users or bots) and organization admins. */
+export async function loadProject(stores: Stores, actor: Actor, id: string): Promise<ProjectRow> {
+  const p = await stores.containers.getProject(id);
+  if (!p || !inOrg(actor, p.org_id)) throw notFound('Project');
+  if (isOrgAdmin(actor, p.org_id)) return p;
+  if (await stores.containers.isMember('project', id, actorRef(actor))) return p;
+  throw notFound('Project');
+}
+
+/** Topics are reached through their project. */
+export async function loadTopic(stores: Stores, actor: Actor, id: string): Promise<TopicRow> {
+  const t = await stores.containers.getTopic(id);
+  if (!t || !inOrg(actor, t.org_id)) throw notFound('Topic');
+  if (isOrgAdmin(actor, t.org_id)) return t;
+  if (await stores.containers.isMember('project', t.project_id, actorRef(actor))) return t;
+  throw notFound('Topic');
+}
+
+/** DM rooms: their members only (not even admins read other people's DMs). */
+export async function loadDmRoom(stores: Stores, actor: Actor, id: string): Promise<DmRoomRow> {
+  const r = await stores.containers.getDmRoom(id);
+  if (!r || r.org_id !== actor.orgId) throw notFound('DM room');
+  if (await stores.containers.isMember('dm_room', id, actorRef(actor))) return r;
+  throw notFound('DM room');
+}
+
+/** Loads a message container and checks access; returns its organization. */
+export async function loadContainer(
+  stores: Stores,
+  actor: Actor,
+  c: ContainerRef,
+  access: Access,
+): Promise<{ orgId: string }> {
+  switch (c.kind) {
+    case 'channel':
+      return { orgId: (await loadChannel(stores, actor, c.id, access)).org_id };
+    case 'topic':
+      return { orgId: (await loadTopic(stores, actor, c.id)).org_id };
+    case 'dm_room':
+      return { orgId: (await loadDmRoom(stores, actor, c.id)).org_id };
+  }
+}

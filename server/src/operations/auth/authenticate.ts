@@ -1,0 +1,59 @@
+import { AppError } from '../../domain/errors.js';
+import { nowIso } from '../../domain/ids.js';
+import type { BotType, Role } from '../../domain/roles.js';
+import { hashSecret, looksLikeBotKey, parseBotKey } from '../../domain/secrets.js';
+import type { Actor, BotActor, Services } from '../context.js';
+
+const unauthenticated = (message: string) => new AppError('unauthenticated', message);
+
+/** Extracts the credential from an `Authorization: Bearer <credential>` header. */
+export function bearerCredential(header: string | undefined): string | undefined {
+  if (!header) return undefined;
+  const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
+  return m?.[1];
+}
+
+/**
+ * Resolves a bot API key to its actor: the key must exist, not be revoked or expired, and its bot must
+ * be active. Revocation is effective on the very next request (no caching of key state).
+ */
+export async function authenticateBotKey(services: Services, key: string): Promise<BotActor> {
+  if (!parseBotKey(key)) throw unauthenticated('The API key is malformed');
+  const row = await services.storage.stores.bots.findKeyByHash(hashSecret(key));
+  if (!row || row.bot_deleted_at !== null) throw unauthenticated('The API key is not valid');
+  if (row.revoked_at !== null) throw unauthenticated('The API key has been revoked');
+  const now = nowIso();
+  if (row.expires_at !== null && row.expires_at <= now) throw unauthenticated('The API key has expired');
+  if (row.bot_status !== 'active') throw unauthenticated('The bot of this API key is disabled');
+  services.keyUsage.record(row.key_id, now);
+  return {
+    kind: 'bot',
+    botId: row.bot_id,
+    orgId: row.org_id,
+    botType: row.bot_type as BotType,
+    keyId: row.key_id,
+    scopes: row.scopes === null ? null : (JSON.parse(row.scopes) as string[]),
+  };
+}
+
+export async function authenticateUserToken(services: Services, token: string): Promise<Actor> {
+  const row = await services.storage.stores.users.findByToken(hashSecret(token), nowIso());
+  if (!row) throw unauthenticated('The session token is not valid or has expired');
+  if (row.status !== 'active') throw unauthenticated('The user is deactivated');
+  return {
+    kind: 'user',
+    userId: row.user_id,
+    orgId: row.org_id,
+    role: row.role as Role,
+    departmentId: row.department_id,
+    tokenId: row.token_id,
+  };
+}
+
+/** Any credential: a bot key by its prefix, otherwise a user token. */
+export function authenticate(services: Services, credential: string | undefined): Promise<Actor> {
+  if (!credential) return Promise.reject(unauthenticated('Missing Authorization: Bearer credential'));
+  return looksLikeBotKey(credential)
+    ? authenticateBotKey(services, credential)
+    : authenticateUserToken(services, credential);
+}

@@ -1,0 +1,160 @@
+import { z } from 'zod';
+import { AppError, notFound } from '../../domain/errors.js';
+import { SUBSCRIBABLE_EVENT_TYPES } from '../../domain/events.js';
+import { newId } from '../../domain/ids.js';
+import type { BotRow } from '../../storage/schema.js';
+import type { Stores } from '../../storage/stores/index.js';
+import type { Actor } from '../context.js';
+import { inOrg, isOrgAdmin, isSystemAdmin } from '../access.js';
+import { defineOperation } from '../operation.js';
+import { description, name, uuid } from '../schemas.js';
+import { BotView, botView, listOf } from '../views.js';
+import { write } from '../write.js';
+
+/**
+ * Who manages which bot (the spec's bot-type table): system and platform bots only a system_admin;
+ * a custom bot the user who registered it, its organization's admins, and a system_admin.
+ */
+export function canManageBot(actor: Actor, bot: BotRow): boolean {
+  if (actor.kind !== 'user') return false;
+  if (isSystemAdmin(actor)) return true;
+  if (bot.type !== 'custom') return false;
+  return bot.org_id === actor.orgId && (bot.created_by === actor.userId || isOrgAdmin(actor, bot.org_id));
+}
+
+/** A bot the actor can see: its organization's bots and platform bots. */
+export async function loadVisibleBot(stores: Stores, actor: Actor, botId: string): Promise<BotRow> {
+  const bot = await stores.bots.get(botId);
+  if (!bot || (!inOrg(actor, bot.org_id) && bot.type !== 'platform')) throw notFound('Bot');
+  return bot;
+}
+
+/** A bot the actor manages. Seeing but not managing answers 403; not seeing answers 404. */
+export async function loadManagedBot(stores: Stores, actor: Actor, botId: string): Promise<BotRow> {
+  const bot = await loadVisibleBot(stores, actor, botId);
+  if (!canManageBot(actor, bot))
+    throw new AppError('forbidden', `You cannot manage the ${bot.type} bot ${bot.name}`);
+  return bot;
+}
+
+/** Non-managers do not see where a bot's webhooks go. */
+const viewFor = (actor: Actor, bot: BotRow) => {
+  const v = botView(bot);
+  return canManageBot(actor, bot) ? v : { ...v, webhook_url: null };
+};
+
+const webhookUrl = z.url({ protocol: /^https?$/, message: 'must be an http:// or https:// URL' }).max(2000);
+const events = z.array(z.enum(SUBSCRIBABLE_EVENT_TYPES)).max(SUBSCRIBABLE_EVENT_TYPES.length);
+
+export const createBot = defineOperation({
+  name: 'bots.create',
+  summary:
+    'Register a bot: custom (any user) or platform (system_admin). System bots are registered in code.',
+  input: z.strictObject({
+    name,
+    description: description.optional(),
+    webhook_url: webhookUrl.optional(),
+    events: events.optional(),
+    type: z.enum(['custom', 'platform']).default('custom'),
+  }),
+  output: BotView,
+  actors: ['user'],
+  async run(ctx, input) {
+    const { actor } = ctx;
+    if (actor.kind !== 'user') throw new AppError('forbidden', 'Only users register bots');
+    if (input.type === 'platform' && !isSystemAdmin(actor)) {
+      throw new AppError('forbidden', 'Only a system_admin registers platform bots');
+    }
+    return write(ctx.services, async ({ stores, now }) => {
+      const row: BotRow = {
+        id: newId(),
+        org_id: actor.orgId,
+        type: input.type,
+        name: input.name,
+        description: input.description ?? '',
+        webhook_url: input.webhook_url ?? null,
+        events: JSON.stringify([...new Set(input.events ?? [])]),
+        created_by: actor.userId,
+        status: 'active',
+        created_at: now,
+        updated_at: now,
+        deleted_at: null,
+      };
+      await stores.bots.insert(row);
+      return botView(row);
+    });
+  },
+});
+
+export const listBots = defineOperation({
+  name: 'bots.list',
+  summary: "Bots of your organization and platform bots (a system_admin sees every organization's)",
+  input: z.strictObject({}),
+  output: listOf(BotView),
+  actors: ['user'],
+  async run(ctx) {
+    const stores = ctx.services.storage.stores;
+    const rows = isSystemAdmin(ctx.actor)
+      ? await stores.bots.listAll()
+      : await stores.bots.listVisible(ctx.actor.orgId);
+    return { items: rows.map((b) => viewFor(ctx.actor, b)) };
+  },
+});
+
+export const getBot = defineOperation({
+  name: 'bots.get',
+  summary: 'A bot you can see',
+  input: z.strictObject({ bot_id: uuid('bot') }),
+  output: BotView,
+  actors: ['user'],
+  async run(ctx, input) {
+    return viewFor(ctx.actor, await loadVisibleBot(ctx.services.storage.stores, ctx.actor, input.bot_id));
+  },
+});
+
+export const updateBot = defineOperation({
+  name: 'bots.update',
+  summary: 'Change a bot you manage: name, description, webhook URL, subscribed events, status',
+  input: z.strictObject({
+    bot_id: uuid('bot'),
+    name: name.optional(),
+    description: description.optional(),
+    webhook_url: webhookUrl.nullable().optional(),
+    events: events.optional(),
+    status: z.enum(['active', 'disabled']).optional(),
+  }),
+  output: BotView,
+  actors: ['user'],
+  async run(ctx, input) {
+    return write(ctx.services, async ({ stores, now }) => {
+      const bot = await loadManagedBot(stores, ctx.actor, input.bot_id);
+      await stores.bots.update(
+        bot.id,
+        {
+          ...(input.name !== undefined && { name: input.name }),
+          ...(input.description !== undefined && { description: input.description }),
+          ...(input.webhook_url !== undefined && { webhook_url: input.webhook_url }),
+          ...(input.events !== undefined && { events: JSON.stringify([...new Set(input.events)]) }),
+          ...(input.status !== undefined && { status: input.status }),
+        },
+        now,
+      );
+      return botView((await stores.bots.get(bot.id))!);
+    });
+  },
+});
+
+export const deleteBot = defineOperation({
+  name: 'bots.delete',
+  summary: 'Delete a bot you manage; its keys stop working at once',
+  input: z.strictObject({ bot_id: uuid('bot') }),
+  output: z.object({ bot_id: z.string(), deleted: z.literal(true) }),
+  actors: ['user'],
+  async run(ctx, input) {
+    return write(ctx.services, async ({ stores, now }) => {
+      const bot = await loadManagedBot(stores, ctx.actor, input.bot_id);
+      await stores.bots.softDelete(bot.id, now);
+      return { bot_id: bot.id, deleted: true as const };
+    });
+  },
+});

@@ -1,0 +1,156 @@
+import { z } from 'zod';
+import { AppError, notFound } from '../../domain/errors.js';
+import { newId, nowIso } from '../../domain/ids.js';
+import { SCOPES } from '../../domain/scopes.js';
+import {
+  decryptSecret,
+  displayPrefix,
+  encryptSecret,
+  generateBotKey,
+  generateWebhookSecret,
+  hashSecret,
+  KEY_TYPES,
+} from '../../domain/secrets.js';
+import { defineOperation } from '../operation.js';
+import { uuid } from '../schemas.js';
+import { ApiKeyView, apiKeyView, listOf } from '../views.js';
+import { write } from '../write.js';
+import { loadManagedBot } from './bots.js';
+import type { Services } from '../context.js';
+
+export const issueApiKey = defineOperation({
+  name: 'bots.keys.issue',
+  summary: 'Issue an API key for a bot you manage. The full key is in this answer only.',
+  input: z.strictObject({
+    bot_id: uuid('bot'),
+    key_type: z.enum(KEY_TYPES).default('live'),
+    scopes: z.array(z.enum(SCOPES)).max(SCOPES.length).optional().describe('omitted or empty: every scope'),
+    expires_in_days: z
+      .number({ message: 'must be a number of days' })
+      .int('must be a whole number of days')
+      .min(1, 'must be at least 1')
+      .max(3650, 'must be at most 3650')
+      .optional(),
+    name: z.string().max(200).optional(),
+  }),
+  output: ApiKeyView.extend({ key: z.string().describe('The full key; shown only once') }),
+  actors: ['user'],
+  async run(ctx, input) {
+    return write(ctx.services, async ({ stores, now }) => {
+      const bot = await loadManagedBot(stores, ctx.actor, input.bot_id);
+      const key = generateBotKey(bot.id, input.key_type);
+      const scopes = input.scopes && input.scopes.length > 0 ? [...new Set(input.scopes)] : null;
+      const row = {
+        id: newId(),
+        bot_id: bot.id,
+        key_hash: hashSecret(key),
+        key_prefix: displayPrefix(key),
+        key_type: input.key_type,
+        scopes: scopes === null ? null : JSON.stringify(scopes),
+        expires_at:
+          input.expires_in_days === undefined
+            ? null
+            : new Date(Date.parse(now) + input.expires_in_days * 86_400_000).toISOString(),
+        created_by: ctx.actor.kind === 'user' ? ctx.actor.userId : null,
+        created_at: now,
+        last_used_at: null,
+        use_count: 0,
+        revoked_at: null,
+      };
+      await stores.bots.insertKey(row);
+      return { ...apiKeyView(row, now), key };
+    });
+  },
+});
+
+export const listApiKeys = defineOperation({
+  name: 'bots.keys.list',
+  summary: 'Keys of a bot you manage, with usage and state (never the keys themselves)',
+  input: z.strictObject({ bot_id: uuid('bot') }),
+  output: listOf(ApiKeyView),
+  actors: ['user'],
+  async run(ctx, input) {
+    const stores = ctx.services.storage.stores;
+    const bot = await loadManagedBot(stores, ctx.actor, input.bot_id);
+    await ctx.services.keyUsage.flush();
+    const now = nowIso();
+    return { items: (await stores.bots.listKeys(bot.id)).map((k) => apiKeyView(k, now)) };
+  },
+});
+
+export const revokeApiKey = defineOperation({
+  name: 'bots.keys.revoke',
+  summary: 'Revoke a key at once: the very next request with it answers 401',
+  input: z.strictObject({ bot_id: uuid('bot'), key_id: uuid('key') }),
+  output: ApiKeyView,
+  actors: ['user'],
+  async run(ctx, input) {
+    return write(ctx.services, async ({ stores, now }) => {
+      const bot = await loadManagedBot(stores, ctx.actor, input.bot_id);
+      const key = await stores.bots.getKey(bot.id, input.key_id);
+      if (!key) throw notFound('API key');
+      await stores.bots.revokeKey(key.id, now);
+      return apiKeyView((await stores.bots.getKey(bot.id, key.id))!, now);
+    });
+  },
+});
+
+export const createWebhookSecret = defineOperation({
+  name: 'bots.webhook_secret.create',
+  summary: 'Create the webhook signing secret of a bot you manage, replacing any previous one. Shown once.',
+  input: z.strictObject({ bot_id: uuid('bot') }),
+  output: z.object({ bot_id: z.string(), secret: z.string(), created_at: z.string() }),
+  actors: ['user'],
+  async run(ctx, input) {
+    return write(ctx.services, async ({ stores, now }) => {
+      const bot = await loadManagedBot(stores, ctx.actor, input.bot_id);
+      const secret = generateWebhookSecret();
+      await stores.bots.putWebhookSecret(bot.id, encryptSecret(secret, ctx.services.encryptionKey), now);
+      return { bot_id: bot.id, secret, created_at: now };
+    });
+  },
+});
+
+/** The current signing secret of a bot, for the webhook signer. */
+export async function webhookSecretOf(services: Services, botId: string): Promise<string | null> {
+  const row = await services.storage.stores.bots.getWebhookSecret(botId);
+  return row ? decryptSecret(row.secret_encrypted, services.encryptionKey) : null;
+}
+
+export const botAuth = defineOperation({
+  name: 'bots.auth',
+  summary: 'Check a bot API key and return the bot it belongs to, with the key scopes',
+  input: z.strictObject({}),
+  output: z.object({
+    bot_id: z.string(),
+    name: z.string(),
+    type: z.string(),
+    org_id: z.string(),
+    status: z.string(),
+    key_id: z.string(),
+    key_type: z.string(),
+    scopes: z.array(z.string()).nullable(),
+    expires_at: z.string().nullable(),
+  }),
+  actors: ['bot'],
+  scope: 'any',
+  async run(ctx) {
+    const { actor } = ctx;
+    if (actor.kind !== 'bot') throw new AppError('forbidden', 'Only for bot keys');
+    const stores = ctx.services.storage.stores;
+    const bot = await stores.bots.get(actor.botId);
+    const key = await stores.bots.getKey(actor.botId, actor.keyId);
+    if (!bot || !key) throw new AppError('unauthenticated', 'The API key is not valid');
+    return {
+      bot_id: bot.id,
+      name: bot.name,
+      type: bot.type,
+      org_id: bot.org_id,
+      status: bot.status,
+      key_id: key.id,
+      key_type: key.key_type,
+      scopes: actor.scopes,
+      expires_at: key.expires_at,
+    };
+  },
+});

@@ -1,0 +1,58 @@
+import { z } from 'zod';
+import { newId } from '../../domain/ids.js';
+import { dmMemberKey, type MemberRef } from '../../storage/stores/containers.js';
+import type { Stores } from '../../storage/stores/index.js';
+import { actorRef, type Actor } from '../context.js';
+import { defineOperation } from '../operation.js';
+import { uuid } from '../schemas.js';
+import { DmRoomView, dmRoomView, listOf } from '../views.js';
+import { write } from '../write.js';
+import { resolveMember } from './channels.js';
+
+/**
+ * Finds the DM room of exactly these members, or creates it. Safe against two requests creating the
+ * same room at once (the member set is unique per organization).
+ */
+export async function findOrCreateDmRoom(stores: Stores, orgId: string, members: MemberRef[], now: string) {
+  const key = dmMemberKey(members);
+  const existing = await stores.containers.getDmRoomByMembers(orgId, key);
+  if (existing) return existing;
+  const unique = [...new Map(members.map((m) => [`${m.type}:${m.id}`, m])).values()];
+  const { room } = await stores.containers.createDmRoomOnce(
+    { id: newId(), org_id: orgId, member_key: key, created_at: now },
+    unique,
+  );
+  return room;
+}
+
+export const createDmRoom = defineOperation({
+  name: 'dm_rooms.create',
+  summary: 'Open (or reuse) a DM room with the given users of your organization',
+  input: z.strictObject({
+    user_ids: z.array(uuid('user')).min(1, 'must name at least one user').max(50),
+  }),
+  output: DmRoomView,
+  actors: ['user'],
+  async run(ctx, input) {
+    return write(ctx.services, async ({ stores, now }) => {
+      const members: MemberRef[] = [actorRef(ctx.actor)];
+      for (const id of input.user_ids)
+        members.push(await resolveMember(stores, ctx.actor.orgId, { user_id: id }));
+      return dmRoomView(await findOrCreateDmRoom(stores, ctx.actor.orgId, members, now));
+    });
+  },
+});
+
+export const listDmRooms = defineOperation({
+  name: 'dm_rooms.list',
+  summary: 'DM rooms you are part of',
+  input: z.strictObject({}),
+  output: listOf(DmRoomView),
+  actors: ['user', 'bot'],
+  scope: 'channels:read',
+  async run(ctx) {
+    const actor: Actor = ctx.actor;
+    const rows = await ctx.services.storage.stores.containers.listDmRooms(actor.orgId, actorRef(actor));
+    return { items: rows.map(dmRoomView) };
+  },
+});

@@ -1,0 +1,123 @@
+import { z } from 'zod';
+import { newId } from '../../domain/ids.js';
+import { LIMITS } from '../../domain/limits.js';
+import { sanitizeMessageHtml } from '../../domain/sanitize.js';
+import type { MessageRow } from '../../storage/schema.js';
+import type { ContainerRef } from '../../storage/stores/messages.js';
+import { actorRef } from '../context.js';
+import { loadContainer } from '../access.js';
+import { defineOperation } from '../operation.js';
+import {
+  containerFields,
+  content,
+  contentHtml,
+  EXACTLY_ONE_CONTAINER,
+  exactlyOneContainer,
+  limit,
+} from '../schemas.js';
+import { listOf, MessageView, messageView } from '../views.js';
+import { write, type WriteTx } from '../write.js';
+
+export function containerRef(v: {
+  channel_id?: string | undefined;
+  topic_id?: string | undefined;
+  dm_room_id?: string | undefined;
+}): ContainerRef {
+  if (v.channel_id) return { kind: 'channel', id: v.channel_id };
+  if (v.topic_id) return { kind: 'topic', id: v.topic_id };
+  return { kind: 'dm_room', id: v.dm_room_id! };
+}
+
+/** Event data of message.* events: the spec's content, channel_id, sender_id, sender_type, and more. */
+export function messageEventData(m: MessageRow): Record<string, unknown> {
+  return {
+    message_id: m.id,
+    content: m.content,
+    content_html: m.content_html,
+    channel_id: m.channel_id,
+    topic_id: m.topic_id,
+    dm_room_id: m.dm_room_id,
+    sender_id: m.sender_id,
+    sender_type: m.sender_type,
+    bot_id: m.bot_id,
+    created_at: m.created_at,
+    edited_at: m.edited_at,
+    deleted_at: m.deleted_at,
+  };
+}
+
+/** Inserts a message in an already-authorized container and emits message.created. */
+export async function insertMessage(
+  tx: WriteTx,
+  orgId: string,
+  c: ContainerRef,
+  sender: { type: 'user' | 'bot'; id: string },
+  body: { content: string; content_html?: string | undefined },
+): Promise<MessageRow> {
+  const row: MessageRow = {
+    id: newId(),
+    org_id: orgId,
+    channel_id: c.kind === 'channel' ? c.id : null,
+    topic_id: c.kind === 'topic' ? c.id : null,
+    dm_room_id: c.kind === 'dm_room' ? c.id : null,
+    sender_type: sender.type,
+    sender_id: sender.id,
+    bot_id: sender.type === 'bot' ? sender.id : null,
+    content: body.content,
+    content_html: body.content_html === undefined ? null : sanitizeMessageHtml(body.content_html),
+    created_at: tx.now,
+    edited_at: null,
+    deleted_at: null,
+  };
+  await tx.stores.messages.insert(row);
+  tx.emit('message.created', orgId, messageEventData(row));
+  return row;
+}
+
+export const SendMessageInput = z
+  .strictObject({
+    content,
+    content_html: contentHtml.optional(),
+    ...containerFields,
+  })
+  .refine(exactlyOneContainer, EXACTLY_ONE_CONTAINER);
+
+export const sendMessage = defineOperation({
+  name: 'messages.send',
+  summary: 'Post a message to a channel, topic or DM room you are a member of',
+  input: SendMessageInput,
+  output: MessageView,
+  actors: ['user', 'bot'],
+  scope: 'messages:write',
+  async run(ctx, input) {
+    const c = containerRef(input);
+    return write(ctx.services, async (tx) => {
+      const { orgId } = await loadContainer(tx.stores, ctx.actor, c, 'write');
+      return messageView(await insertMessage(tx, orgId, c, actorRef(ctx.actor), input));
+    });
+  },
+});
+
+export const ListMessagesInput = z
+  .strictObject({
+    ...containerFields,
+    limit: limit(LIMITS.readMessages.default, LIMITS.readMessages.max),
+    before: z.iso.datetime({ message: 'must be an ISO-8601 timestamp' }).optional(),
+  })
+  .refine(exactlyOneContainer, EXACTLY_ONE_CONTAINER);
+
+export const listMessages = defineOperation({
+  name: 'messages.list',
+  summary: 'Recent messages of a channel, topic or DM room, newest first (deleted ones hidden)',
+  input: ListMessagesInput,
+  output: listOf(MessageView),
+  actors: ['user', 'bot'],
+  scope: 'messages:read',
+  async run(ctx, input) {
+    const stores = ctx.services.storage.stores;
+    const c = containerRef(input);
+    await loadContainer(stores, ctx.actor, c, 'read');
+    const rows = await stores.messages.listInContainer(c, input.limit, input.before);
+    return { items: rows.map(messageView) };
+  },
+});

@@ -1,0 +1,125 @@
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import BetterSqlite3 from 'better-sqlite3';
+import { Kysely, Migrator, PostgresDialect, SqliteDialect, sql, type Migration } from 'kysely';
+import pg from 'pg';
+import type { Config } from '../config/config.js';
+import type { Database } from './schema.js';
+import * as m0001 from './migrations/0001_initial.js';
+
+export type Dialect = 'sqlite' | 'postgres';
+
+export interface DatabaseHandle {
+  db: Kysely<Database>;
+  dialect: Dialect;
+  close(): Promise<void>;
+}
+
+/** Migrations in order; each receives the dialect for the few places where SQL types differ. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- migrations run before the typed schema exists
+type MigrationUp = (db: Kysely<any>, dialect: Dialect) => Promise<void>;
+const MIGRATIONS: Record<string, MigrationUp> = {
+  '0001_initial': m0001.up,
+};
+
+/**
+ * Kysely's SQLite driver prepares every query anew; better-sqlite3 statements are reusable, so we
+ * keep them by SQL text (the query builder produces a small, fixed set of SQL strings).
+ */
+function withStatementCache(raw: BetterSqlite3.Database) {
+  const cache = new Map<string, BetterSqlite3.Statement>();
+  return {
+    close: () => raw.close(),
+    prepare: (text: string) => {
+      let stmt = cache.get(text);
+      if (!stmt) {
+        if (cache.size >= 1000) cache.clear();
+        stmt = raw.prepare(text);
+        cache.set(text, stmt);
+      }
+      return stmt;
+    },
+  };
+}
+
+export function openSqlite(file: string): DatabaseHandle {
+  if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true });
+  const raw = new BetterSqlite3(file);
+  raw.pragma('journal_mode = WAL');
+  raw.pragma('synchronous = NORMAL');
+  raw.pragma('foreign_keys = ON');
+  raw.pragma('busy_timeout = 5000');
+  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(raw) }) });
+  return { db, dialect: 'sqlite', close: () => db.destroy() };
+}
+
+// 64-bit integers (bigint, bigserial, count(*)) arrive as strings by default; our values fit in a double.
+const PG_INT8 = 20;
+const pgTypes = {
+  getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
+    oid === PG_INT8 ? (v: string) => Number(v) : pg.types.getTypeParser(oid, format as 'text')) as never,
+};
+
+export async function openPostgres(
+  url: string,
+  schema: string | undefined,
+  poolSize: number,
+): Promise<DatabaseHandle> {
+  if (schema) {
+    // Create the schema once, then point every pooled connection's search_path at it.
+    const client = new pg.Client({ connectionString: url });
+    await client.connect();
+    try {
+      await client.query(`create schema if not exists "${schema}"`);
+    } finally {
+      await client.end();
+    }
+  }
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: poolSize,
+    types: pgTypes,
+    ...(schema ? { options: `-c search_path="${schema}"` } : {}),
+  });
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  return { db, dialect: 'postgres', close: () => db.destroy() };
+}
+
+export async function openDatabase(config: Config['database']): Promise<DatabaseHandle> {
+  return config.kind === 'sqlite'
+    ? openSqlite(config.file)
+    : openPostgres(config.url, config.schema, config.poolSize);
+}
+
+export async function migrate(handle: DatabaseHandle): Promise<string[]> {
+  const migrations: Record<string, Migration> = {};
+  for (const [name, up] of Object.entries(MIGRATIONS)) {
+    migrations[name] = { up: (db) => up(db, handle.dialect) };
+  }
+  const migrator = new Migrator({
+    db: handle.db,
+    provider: { getMigrations: () => Promise.resolve(migrations) },
+  });
+  const { error, results } = await migrator.migrateToLatest();
+  if (error) throw error instanceof Error ? error : new Error(String(error));
+  return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
+}
+
+export async function pingDatabase(handle: DatabaseHandle): Promise<boolean> {
+  try {
+    await sql`select 1`.execute(handle.db);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** True for a unique/primary-key violation on either dialect. */
+export function isUniqueViolation(e: unknown): boolean {
+  const err = e as { code?: string } | null;
+  return (
+    err?.code === '23505' ||
+    err?.code === 'SQLITE_CONSTRAINT_UNIQUE' ||
+    err?.code === 'SQLITE_CONSTRAINT_PRIMARYKEY'
+  );
+}

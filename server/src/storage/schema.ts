@@ -1,0 +1,264 @@
+import type { Generated } from 'kysely';
+
+/**
+ * Row types of every table, shared by SQLite and PostgreSQL. Portable choices:
+ * ids are UUID text, timestamps ISO-8601 UTC text (fixed width, so they sort), booleans 0/1 integers,
+ * lists and objects JSON text. Only migrations know about the dialect.
+ */
+export interface Database {
+  organizations: OrganizationRow;
+  departments: DepartmentRow;
+  users: UserRow;
+  user_tokens: UserTokenRow;
+  channels: ChannelRow;
+  channel_members: MemberRow & { channel_id: string };
+  projects: ProjectRow;
+  project_members: MemberRow & { project_id: string };
+  topics: TopicRow;
+  dm_rooms: DmRoomRow;
+  dm_room_members: MemberRow & { dm_room_id: string };
+  messages: MessageRow;
+  tasks: TaskRow;
+  tags: TagRow;
+  bots: BotRow;
+  bot_api_keys: BotApiKeyRow;
+  bot_webhook_secrets: BotWebhookSecretRow;
+  bot_commands: BotCommandRow;
+  bookmarks: BookmarkRow;
+  files: FileRow;
+  events: EventRow;
+  idempotency_keys: IdempotencyKeyRow;
+  tool_calls: ToolCallRow;
+}
+
+export interface OrganizationRow {
+  id: string;
+  name: string;
+  created_at: string;
+}
+
+export interface DepartmentRow {
+  id: string;
+  org_id: string;
+  name: string;
+  created_at: string;
+}
+
+export interface UserRow {
+  id: string;
+  org_id: string;
+  email: string; // stored lower-case; unique across the installation (it is the login)
+  display_name: string;
+  role: string;
+  status: string;
+  department_id: string | null;
+  password_hash: string;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface UserTokenRow {
+  id: string;
+  user_id: string;
+  token_hash: string;
+  created_at: string;
+  expires_at: string;
+  revoked_at: string | null;
+}
+
+export interface ChannelRow {
+  id: string;
+  org_id: string;
+  name: string;
+  description: string;
+  is_private: number;
+  created_by: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+/** channel_members, project_members, dm_room_members: a member is a user or a bot. */
+export interface MemberRow {
+  member_type: 'user' | 'bot';
+  member_id: string;
+  joined_at: string;
+}
+
+export interface ProjectRow {
+  id: string;
+  org_id: string;
+  name: string;
+  description: string;
+  created_by: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface TopicRow {
+  id: string;
+  org_id: string;
+  project_id: string;
+  name: string;
+  created_by: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface DmRoomRow {
+  id: string;
+  org_id: string;
+  /** Sorted member keys ("user:<id>,bot:<id>") so that a DM between the same members is reused. */
+  member_key: string;
+  created_at: string;
+}
+
+export interface MessageRow {
+  id: string;
+  org_id: string;
+  channel_id: string | null;
+  topic_id: string | null;
+  dm_room_id: string | null;
+  sender_type: 'user' | 'bot';
+  sender_id: string;
+  bot_id: string | null;
+  content: string;
+  content_html: string | null;
+  created_at: string;
+  edited_at: string | null;
+  deleted_at: string | null;
+}
+
+export interface TaskRow {
+  id: string;
+  org_id: string;
+  topic_id: string;
+  title: string;
+  description: string;
+  priority: string;
+  status: string;
+  assignee_id: string | null;
+  due_date: string | null;
+  created_by_type: 'user' | 'bot';
+  created_by_id: string;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface TagRow {
+  id: string;
+  org_id: string;
+  name: string;
+  created_at: string;
+}
+
+export interface BotRow {
+  id: string;
+  /** The organization the bot belongs to and acts in. */
+  org_id: string;
+  type: 'system' | 'platform' | 'custom';
+  name: string;
+  description: string;
+  webhook_url: string | null;
+  /** JSON array of subscribed event types. */
+  events: string;
+  created_by: string | null;
+  status: 'active' | 'disabled';
+  created_at: string;
+  updated_at: string;
+  deleted_at: string | null;
+}
+
+export interface BotApiKeyRow {
+  id: string;
+  bot_id: string;
+  key_hash: string;
+  key_prefix: string;
+  key_type: 'live' | 'test';
+  /** JSON array, or null for "all scopes". */
+  scopes: string | null;
+  expires_at: string | null;
+  created_by: string | null;
+  created_at: string;
+  last_used_at: string | null;
+  use_count: number;
+  revoked_at: string | null;
+}
+
+export interface BotWebhookSecretRow {
+  bot_id: string;
+  secret_encrypted: string;
+  created_at: string;
+}
+
+export interface BotCommandRow {
+  id: string;
+  bot_id: string;
+  org_id: string;
+  command: string;
+  description: string;
+  usage_hint: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface BookmarkRow {
+  id: string;
+  org_id: string;
+  user_id: string;
+  channel_id: string;
+  message_id: string;
+  created_at: string;
+}
+
+export interface FileRow {
+  id: string;
+  org_id: string;
+  channel_id: string | null;
+  topic_id: string | null;
+  dm_room_id: string | null;
+  uploader_type: 'user' | 'bot';
+  uploader_id: string;
+  filename: string;
+  content_type: string;
+  /** image, document, media, archive or other. */
+  kind: string;
+  size: number;
+  sha256: string;
+  storage_path: string;
+  created_at: string;
+  deleted_at: string | null;
+}
+
+/** Transactional outbox: written in the same transaction as the change it describes. */
+export interface EventRow {
+  seq: Generated<number>;
+  id: string;
+  org_id: string;
+  type: string;
+  data: string;
+  created_at: string;
+}
+
+export interface IdempotencyKeyRow {
+  /** actor kind + id + the client's Idempotency-Key */
+  key: string;
+  request_hash: string;
+  /** 'pending' while the first request runs, then 'done'. */
+  state: 'pending' | 'done';
+  status_code: number | null;
+  response: string | null;
+  created_at: string;
+}
+
+/** Audit of MCP tools/call. */
+export interface ToolCallRow {
+  id: string;
+  org_id: string;
+  bot_id: string;
+  key_id: string;
+  tool: string;
+  outcome: 'ok' | 'tool_error' | 'protocol_error';
+  error_code: string | null;
+  duration_ms: number;
+  created_at: string;
+}

@@ -1,0 +1,31 @@
+import { Stores } from './stores/index.js';
+import type { DatabaseHandle, Dialect } from './database.js';
+import { migrate, pingDatabase } from './database.js';
+
+/** The storage layer as the rest of the server sees it: stores, transactions, health, close. */
+export class Storage {
+  readonly stores: Stores;
+  readonly dialect: Dialect;
+
+  constructor(private readonly handle: DatabaseHandle) {
+    this.stores = new Stores(handle.db);
+    this.dialect = handle.dialect;
+  }
+
+  /** Runs `fn` in one transaction: every change it makes commits together or not at all. */
+  transaction<T>(fn: (stores: Stores) => Promise<T>): Promise<T> {
+    return this.handle.db.transaction().execute((trx) => fn(new Stores(trx)));
+  }
+
+  migrate(): Promise<string[]> {
+    return migrate(this.handle);
+  }
+
+  ping(): Promise<boolean> {
+    return pingDatabase(this.handle);
+  }
+
+  close(): Promise<void> {
+    return this.handle.close();
+  }
+}

@@ -1,0 +1,146 @@
+import type { BotApiKeyRow, BotRow } from '../schema.js';
+import type { Executor } from './executor.js';
+
+/** Bots, their API keys and their webhook signing secret. */
+export class BotStore {
+  constructor(private readonly db: Executor) {}
+
+  async insert(row: BotRow): Promise<void> {
+    await this.db.insertInto('bots').values(row).execute();
+  }
+
+  /** A bot that is not deleted. */
+  get(id: string): Promise<BotRow | undefined> {
+    return this.db
+      .selectFrom('bots')
+      .selectAll()
+      .where('id', '=', id)
+      .where('deleted_at', 'is', null)
+      .executeTakeFirst();
+  }
+
+  /** Bots visible in an organization: its own, plus platform bots (published to every organization). */
+  listVisible(orgId: string): Promise<BotRow[]> {
+    return this.db
+      .selectFrom('bots')
+      .selectAll()
+      .where('deleted_at', 'is', null)
+      .where((eb) => eb.or([eb('org_id', '=', orgId), eb('type', '=', 'platform')]))
+      .orderBy('name')
+      .execute();
+  }
+
+  listAll(): Promise<BotRow[]> {
+    return this.db.selectFrom('bots').selectAll().where('deleted_at', 'is', null).orderBy('name').execute();
+  }
+
+  async update(
+    id: string,
+    patch: Partial<Pick<BotRow, 'name' | 'description' | 'webhook_url' | 'events' | 'status'>>,
+    now: string,
+  ): Promise<void> {
+    await this.db
+      .updateTable('bots')
+      .set({ ...patch, updated_at: now })
+      .where('id', '=', id)
+      .execute();
+  }
+
+  async softDelete(id: string, now: string): Promise<void> {
+    await this.db
+      .updateTable('bots')
+      .set({ deleted_at: now, updated_at: now })
+      .where('id', '=', id)
+      .execute();
+    await this.db
+      .updateTable('bot_api_keys')
+      .set({ revoked_at: now })
+      .where('bot_id', '=', id)
+      .where('revoked_at', 'is', null)
+      .execute();
+  }
+
+  // --- API keys ---
+
+  async insertKey(row: BotApiKeyRow): Promise<void> {
+    await this.db.insertInto('bot_api_keys').values(row).execute();
+  }
+
+  getKey(botId: string, keyId: string): Promise<BotApiKeyRow | undefined> {
+    return this.db
+      .selectFrom('bot_api_keys')
+      .selectAll()
+      .where('id', '=', keyId)
+      .where('bot_id', '=', botId)
+      .executeTakeFirst();
+  }
+
+  listKeys(botId: string): Promise<BotApiKeyRow[]> {
+    return this.db
+      .selectFrom('bot_api_keys')
+      .selectAll()
+      .where('bot_id', '=', botId)
+      .orderBy('created_at', 'desc')
+      .execute();
+  }
+
+  async revokeKey(keyId: string, now: string): Promise<boolean> {
+    const res = await this.db
+      .updateTable('bot_api_keys')
+      .set({ revoked_at: now })
+      .where('id', '=', keyId)
+      .where('revoked_at', 'is', null)
+      .executeTakeFirst();
+    return Number(res.numUpdatedRows) > 0;
+  }
+
+  /** The key and its bot, whatever their state; the caller decides what revoked or expired means. */
+  findKeyByHash(keyHash: string) {
+    return this.db
+      .selectFrom('bot_api_keys')
+      .innerJoin('bots', 'bots.id', 'bot_api_keys.bot_id')
+      .select([
+        'bot_api_keys.id as key_id',
+        'bot_api_keys.bot_id',
+        'bot_api_keys.key_type',
+        'bot_api_keys.scopes',
+        'bot_api_keys.expires_at',
+        'bot_api_keys.revoked_at',
+        'bots.org_id',
+        'bots.type as bot_type',
+        'bots.status as bot_status',
+        'bots.deleted_at as bot_deleted_at',
+      ])
+      .where('bot_api_keys.key_hash', '=', keyHash)
+      .executeTakeFirst();
+  }
+
+  /** Adds buffered usage: `uses` more calls, the last at `lastUsedAt`. */
+  async recordKeyUsage(keyId: string, uses: number, lastUsedAt: string): Promise<void> {
+    await this.db
+      .updateTable('bot_api_keys')
+      .set((eb) => ({ use_count: eb('use_count', '+', uses), last_used_at: lastUsedAt }))
+      .where('id', '=', keyId)
+      .execute();
+  }
+
+  // --- webhook secret ---
+
+  async putWebhookSecret(botId: string, secretEncrypted: string, now: string): Promise<void> {
+    await this.db
+      .insertInto('bot_webhook_secrets')
+      .values({ bot_id: botId, secret_encrypted: secretEncrypted, created_at: now })
+      .onConflict((oc) =>
+        oc.column('bot_id').doUpdateSet({ secret_encrypted: secretEncrypted, created_at: now }),
+      )
+      .execute();
+  }
+
+  getWebhookSecret(botId: string): Promise<{ secret_encrypted: string; created_at: string } | undefined> {
+    return this.db
+      .selectFrom('bot_webhook_secrets')
+      .select(['secret_encrypted', 'created_at'])
+      .where('bot_id', '=', botId)
+      .executeTakeFirst();
+  }
+}

@@ -1,0 +1,232 @@
+import type { ChannelRow, DmRoomRow, ProjectRow, TopicRow } from '../schema.js';
+import type { Executor } from './executor.js';
+import { containsInsensitive } from './sql-helpers.js';
+
+export type MemberType = 'user' | 'bot';
+export interface MemberRef {
+  type: MemberType;
+  id: string;
+}
+
+const MEMBER_TABLES = {
+  channel: { table: 'channel_members', parent: 'channel_id' },
+  project: { table: 'project_members', parent: 'project_id' },
+  dm_room: { table: 'dm_room_members', parent: 'dm_room_id' },
+} as const;
+export type MembershipKind = keyof typeof MEMBER_TABLES;
+
+/**
+ * Channels, projects with their topics, and DM rooms: the containers that hold messages, tasks and
+ * files, with their memberships.
+ */
+export class ContainerStore {
+  constructor(private readonly db: Executor) {}
+
+  // --- memberships (one implementation for the three member tables) ---
+
+  async isMember(kind: MembershipKind, parentId: string, m: MemberRef): Promise<boolean> {
+    const { table, parent } = MEMBER_TABLES[kind];
+    const row = await this.db
+      .selectFrom(table)
+      .select('member_id')
+      .where(parent as never, '=', parentId as never)
+      .where('member_type', '=', m.type)
+      .where('member_id', '=', m.id)
+      .executeTakeFirst();
+    return row !== undefined;
+  }
+
+  /** Adds a member; returns false when it already was one. */
+  async addMember(kind: MembershipKind, parentId: string, m: MemberRef, now: string): Promise<boolean> {
+    const { table, parent } = MEMBER_TABLES[kind];
+    const res = await this.db
+      .insertInto(table)
+      .values({ [parent]: parentId, member_type: m.type, member_id: m.id, joined_at: now } as never)
+      .onConflict((oc) => oc.doNothing())
+      .executeTakeFirst();
+    return Number(res.numInsertedOrUpdatedRows ?? 0) > 0;
+  }
+
+  async removeMember(kind: MembershipKind, parentId: string, m: MemberRef): Promise<boolean> {
+    const { table, parent } = MEMBER_TABLES[kind];
+    const res = await this.db
+      .deleteFrom(table)
+      .where(parent as never, '=', parentId as never)
+      .where('member_type', '=', m.type)
+      .where('member_id', '=', m.id)
+      .executeTakeFirst();
+    return Number(res.numDeletedRows) > 0;
+  }
+
+  async listMembers(
+    kind: MembershipKind,
+    parentId: string,
+  ): Promise<{ member_type: MemberType; member_id: string; joined_at: string }[]> {
+    const { table, parent } = MEMBER_TABLES[kind];
+    return this.db
+      .selectFrom(table)
+      .select(['member_type', 'member_id', 'joined_at'])
+      .where(parent as never, '=', parentId as never)
+      .orderBy('joined_at')
+      .execute() as never;
+  }
+
+  // --- channels ---
+
+  async createChannel(row: ChannelRow): Promise<void> {
+    await this.db.insertInto('channels').values(row).execute();
+  }
+
+  getChannel(id: string): Promise<ChannelRow | undefined> {
+    return this.db.selectFrom('channels').selectAll().where('id', '=', id).executeTakeFirst();
+  }
+
+  async updateChannel(
+    id: string,
+    patch: Partial<Pick<ChannelRow, 'name' | 'description' | 'is_private'>>,
+    now: string,
+  ): Promise<void> {
+    await this.db
+      .updateTable('channels')
+      .set({ ...patch, updated_at: now })
+      .where('id', '=', id)
+      .execute();
+  }
+
+  /**
+   * Channels of an organization that a member can see: public ones, and private ones it belongs to.
+   * With `onlyMemberOf`, only those it belongs to (what a bot reaches).
+   */
+  listChannels(
+    orgId: string,
+    viewer: MemberRef,
+    opts: { onlyMemberOf: boolean; query?: string; limit?: number },
+  ): Promise<ChannelRow[]> {
+    let q = this.db.selectFrom('channels').selectAll('channels').where('channels.org_id', '=', orgId);
+    const memberOf = this.db
+      .selectFrom('channel_members')
+      .select('channel_id')
+      .where('member_type', '=', viewer.type)
+      .where('member_id', '=', viewer.id);
+    q = opts.onlyMemberOf
+      ? q.where('channels.id', 'in', memberOf)
+      : q.where((eb) => eb.or([eb('channels.is_private', '=', 0), eb('channels.id', 'in', memberOf)]));
+    if (opts.query) q = q.where(containsInsensitive('channels.name', opts.query));
+    return q
+      .orderBy('channels.name')
+      .limit(opts.limit ?? 1000)
+      .execute();
+  }
+
+  // --- projects and topics ---
+
+  async createProject(row: ProjectRow): Promise<void> {
+    await this.db.insertInto('projects').values(row).execute();
+  }
+
+  getProject(id: string): Promise<ProjectRow | undefined> {
+    return this.db.selectFrom('projects').selectAll().where('id', '=', id).executeTakeFirst();
+  }
+
+  /** Projects of the org the member belongs to (all of them when `all` is set, for admins). */
+  listProjects(
+    orgId: string,
+    viewer: MemberRef,
+    opts: { all: boolean; query?: string; limit?: number },
+  ): Promise<ProjectRow[]> {
+    let q = this.db.selectFrom('projects').selectAll().where('org_id', '=', orgId);
+    if (!opts.all) {
+      q = q.where(
+        'id',
+        'in',
+        this.db
+          .selectFrom('project_members')
+          .select('project_id')
+          .where('member_type', '=', viewer.type)
+          .where('member_id', '=', viewer.id),
+      );
+    }
+    if (opts.query) q = q.where(containsInsensitive('name', opts.query));
+    return q
+      .orderBy('name')
+      .limit(opts.limit ?? 1000)
+      .execute();
+  }
+
+  async createTopic(row: TopicRow): Promise<void> {
+    await this.db.insertInto('topics').values(row).execute();
+  }
+
+  getTopic(id: string): Promise<TopicRow | undefined> {
+    return this.db.selectFrom('topics').selectAll().where('id', '=', id).executeTakeFirst();
+  }
+
+  listTopics(projectIds: string[], opts: { query?: string; limit?: number } = {}): Promise<TopicRow[]> {
+    if (projectIds.length === 0) return Promise.resolve([]);
+    let q = this.db.selectFrom('topics').selectAll().where('project_id', 'in', projectIds);
+    if (opts.query) q = q.where(containsInsensitive('name', opts.query));
+    return q
+      .orderBy('project_id')
+      .orderBy('name')
+      .limit(opts.limit ?? 5000)
+      .execute();
+  }
+
+  // --- DM rooms ---
+
+  getDmRoom(id: string): Promise<DmRoomRow | undefined> {
+    return this.db.selectFrom('dm_rooms').selectAll().where('id', '=', id).executeTakeFirst();
+  }
+
+  getDmRoomByMembers(orgId: string, memberKey: string): Promise<DmRoomRow | undefined> {
+    return this.db
+      .selectFrom('dm_rooms')
+      .selectAll()
+      .where('org_id', '=', orgId)
+      .where('member_key', '=', memberKey)
+      .executeTakeFirst();
+  }
+
+  /** Inserts the room unless one with the same members exists; returns the room that exists afterwards. */
+  async createDmRoomOnce(
+    row: DmRoomRow,
+    members: MemberRef[],
+  ): Promise<{ room: DmRoomRow; created: boolean }> {
+    const res = await this.db
+      .insertInto('dm_rooms')
+      .values(row)
+      .onConflict((oc) => oc.columns(['org_id', 'member_key']).doNothing())
+      .executeTakeFirst();
+    if (Number(res.numInsertedOrUpdatedRows ?? 0) === 0) {
+      const room = await this.getDmRoomByMembers(row.org_id, row.member_key);
+      if (!room) throw new Error('DM room vanished during creation');
+      return { room, created: false };
+    }
+    for (const m of members) await this.addMember('dm_room', row.id, m, row.created_at);
+    return { room: row, created: true };
+  }
+
+  listDmRooms(orgId: string, viewer: MemberRef, limit = 1000): Promise<DmRoomRow[]> {
+    return this.db
+      .selectFrom('dm_rooms')
+      .selectAll()
+      .where('org_id', '=', orgId)
+      .where(
+        'id',
+        'in',
+        this.db
+          .selectFrom('dm_room_members')
+          .select('dm_room_id')
+          .where('member_type', '=', viewer.type)
+          .where('member_id', '=', viewer.id),
+      )
+      .orderBy('created_at', 'desc')
+      .limit(limit)
+      .execute();
+  }
+}
+
+/** The stable key of a DM room's member set. */
+export function dmMemberKey(members: MemberRef[]): string {
+  return [...new Set(members.map((m) => `${m.type}:${m.id}`))].sort().join(',');
+}

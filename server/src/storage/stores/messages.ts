@@ -1,0 +1,85 @@
+import type { MessageRow } from '../schema.js';
+import type { Executor } from './executor.js';
+import { containsInsensitive } from './sql-helpers.js';
+
+export type ContainerRef =
+  { kind: 'channel'; id: string } | { kind: 'topic'; id: string } | { kind: 'dm_room'; id: string };
+
+const CONTAINER_COLUMN = { channel: 'channel_id', topic: 'topic_id', dm_room: 'dm_room_id' } as const;
+
+export class MessageStore {
+  constructor(private readonly db: Executor) {}
+
+  async insert(row: MessageRow): Promise<void> {
+    await this.db.insertInto('messages').values(row).execute();
+  }
+
+  /** A message that is not deleted. */
+  get(id: string): Promise<MessageRow | undefined> {
+    return this.db
+      .selectFrom('messages')
+      .selectAll()
+      .where('id', '=', id)
+      .where('deleted_at', 'is', null)
+      .executeTakeFirst();
+  }
+
+  /** Newest first, deleted messages hidden. `before` pages back by created_at. */
+  listInContainer(c: ContainerRef, limit: number, before?: string): Promise<MessageRow[]> {
+    let q = this.db
+      .selectFrom('messages')
+      .selectAll()
+      .where(CONTAINER_COLUMN[c.kind], '=', c.id)
+      .where('deleted_at', 'is', null);
+    if (before) q = q.where('created_at', '<', before);
+    return q.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(limit).execute();
+  }
+
+  async update(id: string, patch: Pick<MessageRow, 'content' | 'content_html' | 'edited_at'>): Promise<void> {
+    await this.db.updateTable('messages').set(patch).where('id', '=', id).execute();
+  }
+
+  /** Soft delete; returns false when it was already deleted (or does not exist). */
+  async softDelete(id: string, now: string): Promise<boolean> {
+    const res = await this.db
+      .updateTable('messages')
+      .set({ deleted_at: now })
+      .where('id', '=', id)
+      .where('deleted_at', 'is', null)
+      .executeTakeFirst();
+    return Number(res.numUpdatedRows) > 0;
+  }
+
+  /** Text search over messages in the given containers (the caller passes what the actor can reach). */
+  search(
+    orgId: string,
+    reach: { channelIds: string[]; topicIds: string[]; dmRoomIds: string[] },
+    query: string,
+    limit: number,
+  ): Promise<MessageRow[]> {
+    const { channelIds, topicIds, dmRoomIds } = reach;
+    if (channelIds.length + topicIds.length + dmRoomIds.length === 0) return Promise.resolve([]);
+    return this.db
+      .selectFrom('messages')
+      .selectAll()
+      .where('org_id', '=', orgId)
+      .where('deleted_at', 'is', null)
+      .where((eb) => {
+        const ors = [];
+        if (channelIds.length) ors.push(eb('channel_id', 'in', channelIds));
+        if (topicIds.length) ors.push(eb('topic_id', 'in', topicIds));
+        if (dmRoomIds.length) ors.push(eb('dm_room_id', 'in', dmRoomIds));
+        return eb.or(ors);
+      })
+      .where(containsInsensitive('content', query))
+      .orderBy('created_at', 'desc')
+      .limit(limit)
+      .execute();
+  }
+}
+
+export function containerOf(m: Pick<MessageRow, 'channel_id' | 'topic_id' | 'dm_room_id'>): ContainerRef {
+  if (m.channel_id) return { kind: 'channel', id: m.channel_id };
+  if (m.topic_id) return { kind: 'topic', id: m.topic_id };
+  return { kind: 'dm_room', id: m.dm_room_id! };
+}

@@ -1,0 +1,132 @@
+import { z } from 'zod';
+import { HTTP_STATUS } from './errors.js';
+import { camelToSnake } from './io.js';
+import { isOpRoute, type Route } from './types.js';
+
+type JsonSchema = {
+  type?: string;
+  properties?: Record<string, JsonSchema>;
+  required?: string[];
+  [k: string]: unknown;
+};
+
+const ErrorBody = {
+  type: 'object',
+  required: ['error'],
+  properties: {
+    error: {
+      type: 'object',
+      required: ['code', 'message'],
+      properties: {
+        code: { type: 'string', enum: Object.keys(HTTP_STATUS) },
+        message: { type: 'string' },
+        field: { type: 'string' },
+        scope: { type: 'string' },
+      },
+    },
+  },
+};
+
+const errorResponses = {
+  400: { $ref: '#/components/responses/Error' },
+  401: { $ref: '#/components/responses/Error' },
+  403: { $ref: '#/components/responses/Error' },
+  404: { $ref: '#/components/responses/Error' },
+  429: { $ref: '#/components/responses/Error' },
+};
+
+function toSchema(s: z.ZodType, io: 'input' | 'output'): JsonSchema {
+  const out = z.toJSONSchema(s, { io, unrepresentable: 'any' }) as JsonSchema;
+  delete out.$schema;
+  return out;
+}
+
+/**
+ * The OpenAPI 3.1 document, generated from the routes and the same zod schemas that validate input:
+ * path parameters from the path, the rest of the input as query (GET/DELETE) or JSON body.
+ */
+export function buildOpenApi(routes: Route[], serverUrl: string): Record<string, unknown> {
+  const paths: Record<string, Record<string, unknown>> = {};
+  for (const r of routes) {
+    const pathParams = [...r.path.matchAll(/\{(\w+)\}/g)].map((m) => m[1]!);
+    let op: Record<string, unknown>;
+    if (isOpRoute(r)) {
+      const input = toSchema(r.op.input, 'input');
+      const props = { ...(input.properties ?? {}) };
+      const required = new Set(input.required ?? []);
+      const parameters: unknown[] = pathParams.map((p) => {
+        const field = r.params?.[p] ?? camelToSnake(p);
+        const schema = props[field] ?? { type: 'string' };
+        delete props[field];
+        required.delete(field);
+        return { name: p, in: 'path', required: true, schema };
+      });
+      const hasBody = r.method === 'POST' || r.method === 'PUT' || r.method === 'PATCH';
+      let requestBody: unknown;
+      if (hasBody) {
+        const schema: JsonSchema = { ...input, properties: props, required: [...required] };
+        if (schema.required?.length === 0) delete schema.required;
+        requestBody = { required: required.size > 0, content: { 'application/json': { schema } } };
+      } else {
+        for (const [name, schema] of Object.entries(props)) {
+          parameters.push({ name, in: 'query', required: required.has(name), schema });
+        }
+      }
+      const scope = r.op.scope;
+      op = {
+        operationId: `${r.method.toLowerCase()}:${r.path}`,
+        summary: r.op.summary,
+        tags: r.tags,
+        'x-operation': r.op.name,
+        'x-callers': r.op.actors,
+        ...(scope ? { 'x-bot-scope': scope } : {}),
+        security: [{ bearer: [] }],
+        parameters,
+        ...(requestBody ? { requestBody } : {}),
+        responses: {
+          [String(r.status ?? 200)]: {
+            description: 'Success',
+            content: { 'application/json': { schema: r.op.output ? toSchema(r.op.output, 'output') : {} } },
+          },
+          ...errorResponses,
+        },
+      };
+    } else {
+      op = {
+        operationId: `${r.method.toLowerCase()}:${r.path}`,
+        tags: r.tags,
+        ...(r.auth === 'none' ? { security: [] } : { security: [{ bearer: [] }] }),
+        parameters: pathParams.map((p) => ({
+          name: p,
+          in: 'path',
+          required: true,
+          schema: { type: 'string' },
+        })),
+        responses: { 200: { description: 'Success' }, ...errorResponses },
+        ...(r.doc ?? {}),
+      };
+    }
+    (paths[r.path] ??= {})[r.method.toLowerCase()] = op;
+  }
+  return {
+    openapi: '3.1.0',
+    info: {
+      title: 'Workroom API',
+      version: '0.1.0',
+      description:
+        'REST API of Workroom. Authenticate with `Authorization: Bearer <token>`: a user token from POST /api/auth/login, or a bot API key. Errors answer `{ "error": { "code", "message" } }`.',
+    },
+    servers: [{ url: serverUrl }],
+    components: {
+      securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } },
+      schemas: { Error: ErrorBody },
+      responses: {
+        Error: {
+          description: 'Error',
+          content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
+        },
+      },
+    },
+    paths,
+  };
+}

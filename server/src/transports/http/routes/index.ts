@@ -1,0 +1,25 @@
+import { buildOpenApi } from '../openapi.js';
+import type { Route } from '../types.js';
+import { botRoutes } from './bots.js';
+import { coreRoutes } from './core.js';
+
+/** Every HTTP route of the server. Each module is a thin adapter over operations. */
+export function allRoutes(publicUrl: string): Route[] {
+  const routes: Route[] = [...coreRoutes, ...botRoutes];
+  let doc: string | undefined;
+  routes.push({
+    method: 'GET',
+    path: '/api/openapi.json',
+    auth: 'none',
+    tags: ['system'],
+    async handle(rc) {
+      doc ??= JSON.stringify(buildOpenApi(routes, publicUrl));
+      rc.res.writeHead(200, {
+        'content-type': 'application/json; charset=utf-8',
+        'cache-control': 'public, max-age=60',
+      });
+      rc.res.end(doc);
+    },
+  });
+  return routes;
+}

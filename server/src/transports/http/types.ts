@@ -1,0 +1,44 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Logger } from 'pino';
+import type { Actor, Services } from '../../operations/context.js';
+import type { Operation } from '../../operations/operation.js';
+import type { Method } from './router.js';
+
+export interface RequestContext {
+  req: IncomingMessage;
+  res: ServerResponse;
+  url: URL;
+  params: Record<string, string>;
+  requestId: string;
+  services: Services;
+  log: Logger;
+  /** Set once the route's authentication passed. */
+  actor?: Actor;
+}
+
+/** A REST route that is a thin adapter over one operation. */
+export interface OpRoute {
+  method: Method;
+  path: string;
+  op: Operation;
+  /** Success status; default 200 (use 201 for creations). */
+  status?: number;
+  tags: string[];
+  /** Maps path parameter names to input fields; default turns `botId` into `bot_id`, `id` into `id`. */
+  params?: Record<string, string>;
+}
+
+/** A route with its own handler (health, login, OpenAPI, MCP, uploads, downloads, ...). */
+export interface RawRoute {
+  method: Method;
+  path: string;
+  /** none: public; user/bot/any: the caller must authenticate as such. */
+  auth: 'none' | 'user' | 'bot' | 'any';
+  tags: string[];
+  handle(rc: RequestContext): Promise<void>;
+  /** OpenAPI operation object for this route. */
+  doc?: Record<string, unknown>;
+}
+
+export type Route = OpRoute | RawRoute;
+export const isOpRoute = (r: Route): r is OpRoute => 'op' in r;

@@ -1,0 +1,60 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import { startApp, type RunningApp } from '../../src/app.js';
+import { loadConfig } from '../../src/config/config.js';
+
+export const ADMIN_EMAIL = 'admin@test.local';
+export const ADMIN_PASSWORD = 'admin-password-1';
+
+/**
+ * A real Workroom server on a random port with its own database: a fresh SQLite file, or, when
+ * DATABASE_URL points at PostgreSQL, a uniquely named schema that is dropped afterwards.
+ */
+export interface TestServer {
+  url: string;
+  app: RunningApp;
+  dialect: 'sqlite' | 'postgres';
+  /** Stops the server and removes its database. */
+  close(): Promise<void>;
+}
+
+export async function startTestServer(env: Record<string, string> = {}): Promise<TestServer> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'workroom-test-'));
+  const pgUrl = process.env.DATABASE_URL;
+  const schema = pgUrl ? `wr_test_${randomBytes(6).toString('hex')}` : undefined;
+  const config = loadConfig({
+    PORT: '0',
+    HOST: '127.0.0.1',
+    WORKROOM_DATA_DIR: dataDir,
+    WORKROOM_ADMIN_EMAIL: ADMIN_EMAIL,
+    WORKROOM_ADMIN_PASSWORD: ADMIN_PASSWORD,
+    WORKROOM_LOG_LEVEL: process.env.WORKROOM_TEST_LOG_LEVEL ?? 'silent',
+    WORKROOM_DATABASE_POOL_SIZE: '4',
+    ...(pgUrl ? { DATABASE_URL: pgUrl, WORKROOM_DATABASE_SCHEMA: schema! } : {}),
+    ...env,
+  });
+  const app = await startApp(config);
+  return {
+    url: app.url,
+    app,
+    dialect: app.services.storage.dialect,
+    async close() {
+      await app.close();
+      if (pgUrl && schema) await dropSchema(pgUrl, schema);
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+export async function dropSchema(url: string, schema: string): Promise<void> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    await client.query(`drop schema if exists "${schema}" cascade`);
+  } finally {
+    await client.end();
+  }
+}
