@@ -140,14 +140,16 @@ export async function up(db: Db, dialect: Dialect): Promise<void> {
       sql`(case when channel_id is null then 0 else 1 end) + (case when topic_id is null then 0 else 1 end) + (case when dm_room_id is null then 0 else 1 end) = 1`,
     )
     .execute();
+  // Partial indexes: a message is in one container, so each index holds only its own rows and an
+  // insert touches one index instead of three.
   for (const col of ['channel_id', 'topic_id', 'dm_room_id'] as const) {
-    await db.schema.createIndex(`messages_${col}`).on('messages').columns([col, 'created_at']).execute();
+    await db.schema
+      .createIndex(`messages_${col}`)
+      .on('messages')
+      .columns([col, 'created_at'])
+      .where(sql.ref(col), 'is not', null)
+      .execute();
   }
-  await db.schema
-    .createIndex('messages_org_created')
-    .on('messages')
-    .columns(['org_id', 'created_at'])
-    .execute();
 
   await db.schema
     .createTable('tasks')
@@ -271,9 +273,11 @@ export async function up(db: Db, dialect: Dialect): Promise<void> {
   await db.schema
     .createTable('events')
     .addColumn('seq', dialect === 'postgres' ? 'bigserial' : 'integer', (c) =>
-      dialect === 'postgres' ? c.primaryKey() : c.primaryKey().autoIncrement(),
+      // SQLite: a rowid alias, increasing as long as the newest event is never deleted (no AUTOINCREMENT,
+      // which costs a sqlite_sequence write per insert).
+      c.primaryKey(),
     )
-    .addColumn('id', 'text', (c) => c.notNull().unique())
+    .addColumn('id', 'text', (c) => c.notNull()) // random UUID; consumers address events by seq
     .addColumn('org_id', 'text', (c) => c.notNull())
     .addColumn('type', 'text', (c) => c.notNull())
     .addColumn('data', 'text', (c) => c.notNull())

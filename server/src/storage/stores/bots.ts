@@ -1,5 +1,26 @@
 import type { BotApiKeyRow, BotRow } from '../schema.js';
 import type { Executor } from './executor.js';
+import { prepared } from './prepared.js';
+
+// On every bot request: prepared once, not rebuilt.
+const findKeyByHash = prepared((db, keyHash: string) =>
+  db
+    .selectFrom('bot_api_keys')
+    .innerJoin('bots', 'bots.id', 'bot_api_keys.bot_id')
+    .select([
+      'bot_api_keys.id as key_id',
+      'bot_api_keys.bot_id',
+      'bot_api_keys.key_type',
+      'bot_api_keys.scopes',
+      'bot_api_keys.expires_at',
+      'bot_api_keys.revoked_at',
+      'bots.org_id',
+      'bots.type as bot_type',
+      'bots.status as bot_status',
+      'bots.deleted_at as bot_deleted_at',
+    ])
+    .where('bot_api_keys.key_hash', '=', keyHash),
+);
 
 /** Bots, their API keys and their webhook signing secret. */
 export class BotStore {
@@ -95,24 +116,8 @@ export class BotStore {
   }
 
   /** The key and its bot, whatever their state; the caller decides what revoked or expired means. */
-  findKeyByHash(keyHash: string) {
-    return this.db
-      .selectFrom('bot_api_keys')
-      .innerJoin('bots', 'bots.id', 'bot_api_keys.bot_id')
-      .select([
-        'bot_api_keys.id as key_id',
-        'bot_api_keys.bot_id',
-        'bot_api_keys.key_type',
-        'bot_api_keys.scopes',
-        'bot_api_keys.expires_at',
-        'bot_api_keys.revoked_at',
-        'bots.org_id',
-        'bots.type as bot_type',
-        'bots.status as bot_status',
-        'bots.deleted_at as bot_deleted_at',
-      ])
-      .where('bot_api_keys.key_hash', '=', keyHash)
-      .executeTakeFirst();
+  async findKeyByHash(keyHash: string) {
+    return (await findKeyByHash(this.db, keyHash)).rows[0];
   }
 
   /** Adds buffered usage: `uses` more calls, the last at `lastUsedAt`. */

@@ -1,6 +1,7 @@
 import type { ChannelRow, DmRoomRow, ProjectRow, TopicRow } from '../schema.js';
 import type { Executor } from './executor.js';
 import { containsInsensitive } from './sql-helpers.js';
+import { prepared } from './prepared.js';
 
 export type MemberType = 'user' | 'bot';
 export interface MemberRef {
@@ -15,6 +16,25 @@ const MEMBER_TABLES = {
 } as const;
 export type MembershipKind = keyof typeof MEMBER_TABLES;
 
+// Lookups on every request that touches a container: prepared once, not rebuilt.
+const isMemberQuery = (kind: MembershipKind) =>
+  prepared((db, parentId: string, type: string, id: string) =>
+    db
+      .selectFrom(MEMBER_TABLES[kind].table)
+      .select('member_id')
+      .where(MEMBER_TABLES[kind].parent as never, '=', parentId as never)
+      .where('member_type', '=', type as MemberType)
+      .where('member_id', '=', id),
+  );
+const IS_MEMBER = {
+  channel: isMemberQuery('channel'),
+  project: isMemberQuery('project'),
+  dm_room: isMemberQuery('dm_room'),
+};
+const GET_CHANNEL = prepared((db, id: string) => db.selectFrom('channels').selectAll().where('id', '=', id));
+const GET_TOPIC = prepared((db, id: string) => db.selectFrom('topics').selectAll().where('id', '=', id));
+const GET_DM_ROOM = prepared((db, id: string) => db.selectFrom('dm_rooms').selectAll().where('id', '=', id));
+
 /**
  * Channels, projects with their topics, and DM rooms: the containers that hold messages, tasks and
  * files, with their memberships.
@@ -25,15 +45,7 @@ export class ContainerStore {
   // --- memberships (one implementation for the three member tables) ---
 
   async isMember(kind: MembershipKind, parentId: string, m: MemberRef): Promise<boolean> {
-    const { table, parent } = MEMBER_TABLES[kind];
-    const row = await this.db
-      .selectFrom(table)
-      .select('member_id')
-      .where(parent as never, '=', parentId as never)
-      .where('member_type', '=', m.type)
-      .where('member_id', '=', m.id)
-      .executeTakeFirst();
-    return row !== undefined;
+    return (await IS_MEMBER[kind](this.db, parentId, m.type, m.id)).rows.length > 0;
   }
 
   /** Adds a member; returns false when it already was one. */
@@ -77,8 +89,8 @@ export class ContainerStore {
     await this.db.insertInto('channels').values(row).execute();
   }
 
-  getChannel(id: string): Promise<ChannelRow | undefined> {
-    return this.db.selectFrom('channels').selectAll().where('id', '=', id).executeTakeFirst();
+  async getChannel(id: string): Promise<ChannelRow | undefined> {
+    return (await GET_CHANNEL(this.db, id)).rows[0];
   }
 
   async updateChannel(
@@ -157,8 +169,8 @@ export class ContainerStore {
     await this.db.insertInto('topics').values(row).execute();
   }
 
-  getTopic(id: string): Promise<TopicRow | undefined> {
-    return this.db.selectFrom('topics').selectAll().where('id', '=', id).executeTakeFirst();
+  async getTopic(id: string): Promise<TopicRow | undefined> {
+    return (await GET_TOPIC(this.db, id)).rows[0];
   }
 
   listTopics(projectIds: string[], opts: { query?: string; limit?: number } = {}): Promise<TopicRow[]> {
@@ -174,8 +186,8 @@ export class ContainerStore {
 
   // --- DM rooms ---
 
-  getDmRoom(id: string): Promise<DmRoomRow | undefined> {
-    return this.db.selectFrom('dm_rooms').selectAll().where('id', '=', id).executeTakeFirst();
+  async getDmRoom(id: string): Promise<DmRoomRow | undefined> {
+    return (await GET_DM_ROOM(this.db, id)).rows[0];
   }
 
   getDmRoomByMembers(orgId: string, memberKey: string): Promise<DmRoomRow | undefined> {

@@ -1,14 +1,19 @@
 import type { EventRow } from '../schema.js';
 import type { Executor } from './executor.js';
 import type { Selectable } from 'kysely';
+import { prepared } from './prepared.js';
+
+// Appended on every change: prepared once, not rebuilt.
+const INSERT = prepared((db, id: string, org_id: string, type: string, data: string, created_at: string) =>
+  db.insertInto('events').values({ id, org_id, type, data, created_at }),
+);
 
 /** The transactional outbox. Appended inside the transaction of the change; read in `seq` order. */
 export class EventStore {
   constructor(private readonly db: Executor) {}
 
   async append(rows: Omit<EventRow, 'seq'>[]): Promise<void> {
-    if (rows.length === 0) return;
-    await this.db.insertInto('events').values(rows).execute();
+    for (const r of rows) await INSERT(this.db, r.id, r.org_id, r.type, r.data, r.created_at);
   }
 
   listAfter(seq: number, limit: number, orgId?: string): Promise<Selectable<EventRow>[]> {

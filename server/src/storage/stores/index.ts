@@ -1,10 +1,16 @@
 import type { Executor } from './executor.js';
+import { BookmarkStore } from './bookmarks.js';
 import { BotStore } from './bots.js';
+import { CommandStore } from './commands.js';
 import { ContainerStore } from './containers.js';
+import { DirectoryStore } from './directory.js';
 import { EventStore } from './events.js';
+import { FileStore } from './files.js';
+import { IdempotencyStore } from './idempotency.js';
 import { MessageStore } from './messages.js';
 import { OrganizationStore } from './organizations.js';
 import { TaskStore } from './tasks.js';
+import { ToolCallStore } from './tool-calls.js';
 import { UserStore } from './users.js';
 
 /**
@@ -19,6 +25,12 @@ export class Stores {
   #tasks?: TaskStore;
   #bots?: BotStore;
   #events?: EventStore;
+  #toolCalls?: ToolCallStore;
+  #commands?: CommandStore;
+  #bookmarks?: BookmarkStore;
+  #files?: FileStore;
+  #directory?: DirectoryStore;
+  #idempotency?: IdempotencyStore;
 
   constructor(readonly db: Executor) {}
 
@@ -42,5 +54,23 @@ export class Stores {
   }
   get events(): EventStore {
     return (this.#events ??= new EventStore(this.db));
+  }
+  get toolCalls(): ToolCallStore {
+    return (this.#toolCalls ??= new ToolCallStore(this.db));
+  }
+  get commands(): CommandStore {
+    return (this.#commands ??= new CommandStore(this.db));
+  }
+  get bookmarks(): BookmarkStore {
+    return (this.#bookmarks ??= new BookmarkStore(this.db));
+  }
+  get files(): FileStore {
+    return (this.#files ??= new FileStore(this.db));
+  }
+  get directory(): DirectoryStore {
+    return (this.#directory ??= new DirectoryStore(this.db));
+  }
+  get idempotency(): IdempotencyStore {
+    return (this.#idempotency ??= new IdempotencyStore(this.db));
   }
 }

@@ -1,9 +1,45 @@
 import type { MessageRow } from '../schema.js';
 import type { Executor } from './executor.js';
 import { containsInsensitive } from './sql-helpers.js';
+import { prepared } from './prepared.js';
 
 export type ContainerRef =
   { kind: 'channel'; id: string } | { kind: 'topic'; id: string } | { kind: 'dm_room'; id: string };
+
+// The hottest write of the server: prepared once, not rebuilt.
+const INSERT = prepared(
+  (
+    db,
+    id: string,
+    org_id: string,
+    channel_id: string | null,
+    topic_id: string | null,
+    dm_room_id: string | null,
+    sender_type: string,
+    sender_id: string,
+    bot_id: string | null,
+    content: string,
+    content_html: string | null,
+    created_at: string,
+    edited_at: string | null,
+    deleted_at: string | null,
+  ) =>
+    db.insertInto('messages').values({
+      id,
+      org_id,
+      channel_id,
+      topic_id,
+      dm_room_id,
+      sender_type: sender_type as 'user' | 'bot',
+      sender_id,
+      bot_id,
+      content,
+      content_html,
+      created_at,
+      edited_at,
+      deleted_at,
+    }),
+);
 
 const CONTAINER_COLUMN = { channel: 'channel_id', topic: 'topic_id', dm_room: 'dm_room_id' } as const;
 
@@ -11,7 +47,22 @@ export class MessageStore {
   constructor(private readonly db: Executor) {}
 
   async insert(row: MessageRow): Promise<void> {
-    await this.db.insertInto('messages').values(row).execute();
+    await INSERT(
+      this.db,
+      row.id,
+      row.org_id,
+      row.channel_id,
+      row.topic_id,
+      row.dm_room_id,
+      row.sender_type,
+      row.sender_id,
+      row.bot_id,
+      row.content,
+      row.content_html,
+      row.created_at,
+      row.edited_at,
+      row.deleted_at,
+    );
   }
 
   /** A message that is not deleted. */

@@ -2,6 +2,25 @@ import type { Selectable } from 'kysely';
 import type { UserRow, UserTokenRow } from '../schema.js';
 import type { Executor } from './executor.js';
 import { containsInsensitive } from './sql-helpers.js';
+import { prepared } from './prepared.js';
+
+// On every user request: prepared once, not rebuilt.
+const findByToken = prepared((db, tokenHash: string, now: string) =>
+  db
+    .selectFrom('user_tokens')
+    .innerJoin('users', 'users.id', 'user_tokens.user_id')
+    .select([
+      'user_tokens.id as token_id',
+      'users.id as user_id',
+      'users.org_id',
+      'users.role',
+      'users.department_id',
+      'users.status',
+    ])
+    .where('user_tokens.token_hash', '=', tokenHash)
+    .where('user_tokens.revoked_at', 'is', null)
+    .where('user_tokens.expires_at', '>', now),
+);
 
 /** A user with its department name resolved: the shape every read needs. */
 export type UserWithDepartment = Selectable<UserRow> & { department: string | null };
@@ -73,22 +92,8 @@ export class UserStore {
   }
 
   /** The token's user, if the token exists, is not revoked, not expired, and the user is active. */
-  findByToken(tokenHash: string, now: string) {
-    return this.db
-      .selectFrom('user_tokens')
-      .innerJoin('users', 'users.id', 'user_tokens.user_id')
-      .select([
-        'user_tokens.id as token_id',
-        'users.id as user_id',
-        'users.org_id',
-        'users.role',
-        'users.department_id',
-        'users.status',
-      ])
-      .where('user_tokens.token_hash', '=', tokenHash)
-      .where('user_tokens.revoked_at', 'is', null)
-      .where('user_tokens.expires_at', '>', now)
-      .executeTakeFirst();
+  async findByToken(tokenHash: string, now: string) {
+    return (await findByToken(this.db, tokenHash, now)).rows[0];
   }
 
   async revokeToken(tokenId: string, now: string): Promise<void> {

@@ -1,11 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Logger } from 'pino';
 import { AppError, isAppError } from '../../domain/errors.js';
 import { authenticate, bearerCredential } from '../../operations/auth/authenticate.js';
 import type { Actor, Services } from '../../operations/context.js';
+import { withIdempotency } from '../../operations/idempotency.js';
 import { runOperation } from '../../operations/operation.js';
 import { HTTP_STATUS } from './errors.js';
 import { camelToSnake, queryObject, readJsonObject, sendJson } from './io.js';
+import { enforceRateLimit } from './rate-limit.js';
 import { Router } from './router.js';
 import { isOpRoute, type OpRoute, type RequestContext, type Route } from './types.js';
 
@@ -34,6 +37,7 @@ export function sendError(rc: Pick<RequestContext, 'res' | 'log' | 'requestId'>,
 /** Authenticates the request for a route that requires it. */
 export async function authenticateRequest(rc: RequestContext, need: 'user' | 'bot' | 'any'): Promise<Actor> {
   const actor = await authenticate(rc.services, bearerCredential(rc.req.headers.authorization));
+  enforceRateLimit(rc.services, actor, rc.res);
   if (need === 'user' && actor.kind !== 'user') {
     throw new AppError('forbidden', 'This endpoint takes a user token, not a bot API key');
   }
@@ -53,8 +57,24 @@ async function runOpRoute(rc: RequestContext, route: OpRoute): Promise<void> {
     : queryObject(rc.url);
   for (const [name, value] of Object.entries(rc.params))
     input[route.params?.[name] ?? camelToSnake(name)] = value;
-  const result = await runOperation(op, { actor, services: rc.services, requestId: rc.requestId }, input);
-  sendJson(rc.res, route.status ?? 200, result);
+  const ctx = { actor, services: rc.services, requestId: rc.requestId };
+  if (route.idempotent) {
+    const key = rc.req.headers['idempotency-key'];
+    const r = await withIdempotency(
+      rc.services,
+      actor,
+      typeof key === 'string' ? key : undefined,
+      { operation: op.name, input },
+      async () => {
+        const result = await runOperation(op, ctx, input);
+        return { status: route.statusOf?.(result) ?? route.status ?? 200, body: result };
+      },
+    );
+    sendJson(rc.res, r.status, r.body, r.replayed ? { 'idempotent-replayed': 'true' } : {});
+    return;
+  }
+  const result = await runOperation(op, ctx, input);
+  sendJson(rc.res, route.statusOf?.(result) ?? route.status ?? 200, result);
 }
 
 export interface HttpHandler {
@@ -72,17 +92,29 @@ export function createHttpHandler(services: Services, routes: Route[]): HttpHand
       typeof incomingId === 'string' && REQUEST_ID_RE.test(incomingId) ? incomingId : randomUUID();
     res.setHeader('x-request-id', requestId);
     res.setHeader('x-content-type-options', 'nosniff');
-    const log = services.log.child({ reqId: requestId });
     const url = new URL(req.url ?? '/', 'http://localhost');
-    const rc: RequestContext = { req, res, url, params: {}, requestId, services, log };
+    let log: Logger | undefined; // the per-request child logger is made only when something logs
+    const rc: RequestContext = {
+      req,
+      res,
+      url,
+      params: {},
+      requestId,
+      services,
+      get log() {
+        return (log ??= services.log.child({ reqId: requestId }));
+      },
+    };
 
-    res.on('finish', () => {
-      const ms = Number(process.hrtime.bigint() - started) / 1e6;
-      log.info(
-        { method: req.method, path: url.pathname, status: res.statusCode, ms: Math.round(ms * 10) / 10 },
-        'request',
-      );
-    });
+    if (services.log.isLevelEnabled('info')) {
+      res.on('finish', () => {
+        const ms = Number(process.hrtime.bigint() - started) / 1e6;
+        rc.log.info(
+          { method: req.method, path: url.pathname, status: res.statusCode, ms: Math.round(ms * 10) / 10 },
+          'request',
+        );
+      });
+    }
 
     const m = router.match(req.method ?? 'GET', url.pathname);
     if (m === null) {

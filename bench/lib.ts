@@ -1,0 +1,233 @@
+/**
+ * Benchmark toolkit: start servers as child processes (so the load generator in this process and the
+ * server each get a core), drive them with a keep-alive undici pool for a fixed time, and print
+ * throughputs with the ratio against the reference measured in the same run.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Pool } from 'undici';
+
+export const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
+
+export interface ServerProcess {
+  url: string;
+  stop(): Promise<void>;
+}
+
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.listen(0, '127.0.0.1', () => {
+      const port = (s.address() as { port: number }).port;
+      s.close(() => resolve(port));
+    });
+    s.on('error', reject);
+  });
+}
+
+function stopChild(child: ChildProcess): Promise<void> {
+  return new Promise((resolve) => {
+    if (child.exitCode !== null) return resolve();
+    child.once('exit', () => resolve());
+    child.kill('SIGTERM');
+    setTimeout(() => child.kill('SIGKILL'), 5000).unref();
+  });
+}
+
+/** Spawns a process and waits until `ready()` answers true (polling), or the process dies. */
+export async function spawnServer(
+  command: string,
+  args: string[],
+  env: Record<string, string>,
+  ready: (url: string) => Promise<boolean>,
+  port: number,
+): Promise<ServerProcess> {
+  const child = spawn(command, args, {
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'inherit'],
+    cwd: ROOT,
+  });
+  let out = '';
+  child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+  const url = `http://127.0.0.1:${port}`;
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    if (child.exitCode !== null)
+      throw new Error(`${command} exited with ${child.exitCode}: ${out.slice(-2000)}`);
+    if (Date.now() > deadline) throw new Error(`${command} did not become ready: ${out.slice(-2000)}`);
+    if (await ready(url).catch(() => false)) break;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return { url, stop: () => stopChild(child) };
+}
+
+/** The same-run reference: bare node:http + JSON parse + one better-sqlite3 insert. */
+export async function startReference(mode: 'rest' | 'jsonrpc'): Promise<ServerProcess> {
+  const port = await freePort();
+  return spawnServer(
+    process.execPath,
+    [join(ROOT, 'bench/reference-server.mjs')],
+    { MODE: mode, PORT: String(port) },
+    async (url) => (await fetch(url, { method: 'POST', body: '{}' })).status > 0,
+    port,
+  );
+}
+
+export const BENCH_ADMIN = { email: 'bench@workroom.local', password: 'bench-password-1' };
+
+/**
+ * Workroom itself, built (`npm run build` first; `npm run bench` does it) and run as in production,
+ * on a fresh SQLite database, logs at warn, rate limits off.
+ */
+export async function startWorkroom(
+  env: Record<string, string> = {},
+): Promise<ServerProcess & { dataDir: string }> {
+  const port = await freePort();
+  const dataDir = mkdtempSync(join(tmpdir(), 'wr-bench-'));
+  const srv = await spawnServer(
+    process.execPath,
+    [join(ROOT, 'server/dist/main.js')],
+    {
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      WORKROOM_DATA_DIR: dataDir,
+      WORKROOM_LOG_LEVEL: 'warn',
+      WORKROOM_ADMIN_EMAIL: BENCH_ADMIN.email,
+      WORKROOM_ADMIN_PASSWORD: BENCH_ADMIN.password,
+      WORKROOM_RATE_LIMIT_BOT_PER_SECOND: '0',
+      WORKROOM_RATE_LIMIT_USER_PER_SECOND: '0',
+      ...env,
+    },
+    async (url) => (await fetch(`${url}/api/health`)).ok,
+    port,
+  );
+  return {
+    ...srv,
+    dataDir,
+    async stop() {
+      await srv.stop();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+export interface LoadOptions {
+  url: string;
+  method: 'GET' | 'POST' | 'PUT' | 'DELETE';
+  /** Path for request number i. */
+  path: (i: number) => string;
+  headers?: Record<string, string>;
+  /** Body for request number i (JSON text). */
+  body?: (i: number) => string;
+  connections?: number;
+  durationMs?: number;
+  warmupMs?: number;
+  /** Status that counts as success; default 2xx. */
+  ok?: (status: number) => boolean;
+}
+
+export interface LoadResult {
+  requests: number;
+  errors: number;
+  rps: number;
+  p50ms: number;
+  p99ms: number;
+}
+
+/** Closed-loop load: `connections` concurrent requests, each starting the next when it ends. */
+export async function load(o: LoadOptions): Promise<LoadResult> {
+  const connections = o.connections ?? 32;
+  const pool = new Pool(o.url, { connections, pipelining: 1, keepAliveTimeout: 30_000 });
+  const headers = { 'content-type': 'application/json', ...o.headers };
+  const ok = o.ok ?? ((s: number) => s >= 200 && s < 300);
+  let i = 0;
+  let firstError: string | undefined;
+  const run = async (until: number, record: boolean, lat: number[], counts: { n: number; e: number }) => {
+    while (performance.now() < until) {
+      const n = i++;
+      const t0 = performance.now();
+      try {
+        const res = await pool.request({ method: o.method, path: o.path(n), headers, body: o.body?.(n) });
+        const text = await res.body.text();
+        if (record) {
+          if (ok(res.statusCode)) counts.n++;
+          else {
+            counts.e++;
+            firstError ??= `${res.statusCode} ${text.slice(0, 300)}`;
+          }
+        }
+      } catch (err) {
+        if (record) {
+          counts.e++;
+          firstError ??= String(err);
+        }
+      }
+      if (record) lat.push(performance.now() - t0);
+    }
+  };
+  const warm = { n: 0, e: 0 };
+  await Promise.all(
+    Array.from({ length: connections }, () => run(performance.now() + (o.warmupMs ?? 1000), false, [], warm)),
+  );
+  const lat: number[] = [];
+  const counts = { n: 0, e: 0 };
+  const t0 = performance.now();
+  const duration = o.durationMs ?? Number(process.env.BENCH_DURATION_MS ?? 5000);
+  await Promise.all(Array.from({ length: connections }, () => run(t0 + duration, true, lat, counts)));
+  const elapsed = (performance.now() - t0) / 1000;
+  await pool.close();
+  lat.sort((a, b) => a - b);
+  const pct = (p: number) => lat[Math.min(lat.length - 1, Math.floor(lat.length * p))] ?? 0;
+  if (firstError) console.error(`  first error: ${firstError}`);
+  return { requests: counts.n, errors: counts.e, rps: counts.n / elapsed, p50ms: pct(0.5), p99ms: pct(0.99) };
+}
+
+export function fmt(r: LoadResult): string {
+  return `${r.rps.toFixed(0).padStart(7)} req/s  p50 ${r.p50ms.toFixed(2)} ms  p99 ${r.p99ms.toFixed(2)} ms  errors ${r.errors}`;
+}
+
+/** Prints one comparison table: every row's throughput and its ratio to the first (the reference). */
+export function report(title: string, rows: [string, LoadResult][]): void {
+  const ref = rows[0]![1];
+  console.log(`\n${title}`);
+  for (const [name, r] of rows) {
+    console.log(`  ${name.padEnd(44)} ${fmt(r)}  ratio ${(r.rps / ref.rps).toFixed(2)}`);
+  }
+}
+
+// --- setting up data through the public API ---
+
+export async function api<T = any>(
+  url: string,
+  method: string,
+  path: string,
+  token?: string,
+  body?: unknown,
+): Promise<T> {
+  const res = await fetch(url + path, {
+    method,
+    headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await res.text();
+  if (!res.ok) throw new Error(`${method} ${path} → ${res.status}: ${text}`);
+  return (text ? JSON.parse(text) : undefined) as T;
+}
+
+/** Admin token, a channel, and a bot (member of the channel) with an all-scopes key. */
+export async function seed(
+  url: string,
+): Promise<{ token: string; channelId: string; botId: string; botKey: string }> {
+  const { token } = await api<{ token: string }>(url, 'POST', '/api/auth/login', undefined, BENCH_ADMIN);
+  const channel = await api<{ id: string }>(url, 'POST', '/api/channels', token, {
+    name: `bench-${Date.now()}`,
+  });
+  const bot = await api<{ bot_id: string }>(url, 'POST', '/api/bots', token, { name: 'bench-bot' });
+  const key = await api<{ key: string }>(url, 'POST', `/api/bots/${bot.bot_id}/api-keys`, token, {});
+  await api(url, 'POST', `/api/channels/${channel.id}/members`, token, { bot_id: bot.bot_id });
+  return { token, channelId: channel.id, botId: bot.bot_id, botKey: key.key };
+}

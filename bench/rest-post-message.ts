@@ -1,0 +1,36 @@
+/**
+ * Posting a message through the REST API, against the same-run reference (bare node:http + JSON parse +
+ * one better-sqlite3 insert). Goal: Workroom ≥ 0.5× the reference.
+ */
+import { load, report, seed, startReference, startWorkroom } from './lib.js';
+
+const content = (i: number) =>
+  JSON.stringify({ content: `Benchmark message number ${i} with a little **markdown**.` });
+
+const ref = await startReference('rest');
+const refResult = await load({ url: ref.url, method: 'POST', path: () => '/messages', body: content });
+await ref.stop();
+
+const wr = await startWorkroom();
+const s = await seed(wr.url);
+const asUser = await load({
+  url: wr.url,
+  method: 'POST',
+  path: () => `/api/channels/${s.channelId}/messages`,
+  headers: { authorization: `Bearer ${s.token}` },
+  body: content,
+});
+const asBot = await load({
+  url: wr.url,
+  method: 'POST',
+  path: () => `/api/channels/${s.channelId}/messages`,
+  headers: { authorization: `Bearer ${s.botKey}` },
+  body: content,
+});
+await wr.stop();
+
+report('POST a message (REST, SQLite)', [
+  ['reference: node:http + JSON + 1 insert', refResult],
+  ['workroom POST /api/channels/{id}/messages (user)', asUser],
+  ['workroom POST /api/channels/{id}/messages (bot)', asBot],
+]);

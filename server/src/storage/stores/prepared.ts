@@ -1,0 +1,31 @@
+import { CompiledQuery, type Compilable, type QueryResult } from 'kysely';
+import type { Executor } from './executor.js';
+
+/**
+ * A query built and compiled once per database, then executed with new parameters: for the few
+ * statements on every request's path (authentication, membership, message and event inserts), where
+ * building and compiling with Kysely each time costs more than running the SQL.
+ *
+ * `build` is called once with sentinel strings in place of the arguments; the compiled parameters that
+ * equal a sentinel are replaced by the real arguments on each call. Only string (or null) arguments.
+ */
+export function prepared<A extends (string | null)[], R>(build: (db: Executor, ...args: A) => Compilable<R>) {
+  // Keyed by the dialect adapter, shared by a Kysely instance and its transactions.
+  const cache = new WeakMap<object, { sql: string; slots: (number | { fixed: unknown })[] }>();
+  return async (db: Executor, ...args: A): Promise<QueryResult<R>> => {
+    const key = db.getExecutor().adapter as object;
+    let entry = cache.get(key);
+    if (!entry) {
+      const sentinels = args.map((_, i) => `\u0000wr:${i}\u0000`) as A;
+      const compiled = build(db, ...sentinels).compile();
+      const slots = compiled.parameters.map((p) => {
+        const i = typeof p === 'string' ? sentinels.indexOf(p) : -1;
+        return i >= 0 ? i : { fixed: p };
+      });
+      entry = { sql: compiled.sql, slots };
+      cache.set(key, entry);
+    }
+    const params = entry.slots.map((s) => (typeof s === 'number' ? args[s] : s.fixed));
+    return db.executeQuery<R>(CompiledQuery.raw(entry.sql, params) as CompiledQuery<R>);
+  };
+}
