@@ -58,6 +58,10 @@ export default tseslint.config(
     'events/ and delivery/ must not depend on transports',
   ),
   {
+    files: ['**/*.mjs', '**/*.js'],
+    languageOptions: { globals: { process: 'readonly', Buffer: 'readonly', console: 'readonly', URL: 'readonly' } },
+  },
+  {
     files: ['server/test/**', 'bench/**'],
     rules: { '@typescript-eslint/no-explicit-any': 'off', 'no-console': 'off' },
   },
