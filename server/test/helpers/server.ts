@@ -33,6 +33,9 @@ export async function startTestServer(env: Record<string, string> = {}): Promise
     WORKROOM_ADMIN_PASSWORD: ADMIN_PASSWORD,
     WORKROOM_LOG_LEVEL: process.env.WORKROOM_TEST_LOG_LEVEL ?? 'silent',
     WORKROOM_DATABASE_POOL_SIZE: '4',
+    // Rate limits are off unless a test turns them on (rate-limit tests pass their own values).
+    WORKROOM_RATE_LIMIT_USER_PER_SECOND: '0',
+    WORKROOM_RATE_LIMIT_BOT_PER_SECOND: '0',
     ...(pgUrl ? { DATABASE_URL: pgUrl, WORKROOM_DATABASE_SCHEMA: schema! } : {}),
     ...env,
   });
