@@ -9,7 +9,8 @@ export const SUBSCRIBABLE_EVENT_TYPES = [
   'member.joined',
   'member.left',
 ] as const;
-export const EVENT_TYPES = [...SUBSCRIBABLE_EVENT_TYPES, 'task.assigned'] as const;
+/** command.invoked: a user ran a bot's slash command; delivered to that bot only. */
+export const EVENT_TYPES = [...SUBSCRIBABLE_EVENT_TYPES, 'task.assigned', 'command.invoked'] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 export type SubscribableEventType = (typeof SUBSCRIBABLE_EVENT_TYPES)[number];
 

@@ -23,6 +23,13 @@ export interface OpRoute {
   op: Operation;
   /** Success status; default 200 (use 201 for creations). */
   status?: number;
+  /** Success status chosen from the result (e.g. 200 for done, 202 for accepted), over `status`. */
+  statusOf?: (result: unknown) => number;
+  /**
+   * Honors an `Idempotency-Key` header (operations/idempotency.ts): a retry with the same key and
+   * input answers the first result and changes nothing again.
+   */
+  idempotent?: boolean;
   tags: string[];
   /** Maps path parameter names to input fields; default turns `botId` into `bot_id`, `id` into `id`. */
   params?: Record<string, string>;

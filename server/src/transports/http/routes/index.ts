@@ -2,10 +2,12 @@ import { buildOpenApi } from '../openapi.js';
 import type { Route } from '../types.js';
 import { botRoutes } from './bots.js';
 import { coreRoutes } from './core.js';
+import { mcpRoutes } from './mcp.js';
+import { taskRoutes } from './tasks.js';
 
 /** Every HTTP route of the server. Each module is a thin adapter over operations. */
 export function allRoutes(publicUrl: string): Route[] {
-  const routes: Route[] = [...coreRoutes, ...botRoutes];
+  const routes: Route[] = [...coreRoutes, ...botRoutes, ...taskRoutes, ...mcpRoutes];
   let doc: string | undefined;
   routes.push({
     method: 'GET',

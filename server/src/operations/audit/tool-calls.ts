@@ -1,0 +1,120 @@
+import { z } from 'zod';
+import type { Logger } from 'pino';
+import { newId } from '../../domain/ids.js';
+import type { ToolCallRow } from '../../storage/schema.js';
+import type { Storage } from '../../storage/storage.js';
+import type { BotActor, Services } from '../context.js';
+import { loadManagedBot } from '../bots/bots.js';
+import { defineOperation } from '../operation.js';
+import { limit, uuid } from '../schemas.js';
+import { listOf } from '../views.js';
+
+export type ToolCallOutcome = ToolCallRow['outcome'];
+
+/**
+ * Records every MCP tools/call (bot, key, tool, outcome, error code, duration; never arguments or
+ * results). Rows are buffered and written together once per event-loop turn, so that a burst of calls
+ * costs one insert, not one per call; listings flush first, so a manager sees every finished call.
+ */
+export class ToolCallRecorder {
+  #pending: ToolCallRow[] = [];
+  #scheduled = false;
+  #flushing: Promise<void> = Promise.resolve();
+
+  constructor(
+    private readonly storage: Storage,
+    private readonly log: Logger,
+  ) {}
+
+  record(
+    actor: BotActor,
+    tool: string,
+    outcome: ToolCallOutcome,
+    errorCode: string | null,
+    durationMs: number,
+  ): void {
+    this.#pending.push({
+      id: newId(),
+      org_id: actor.orgId,
+      bot_id: actor.botId,
+      key_id: actor.keyId,
+      tool: tool.slice(0, 100),
+      outcome,
+      error_code: errorCode,
+      duration_ms: Math.round(durationMs),
+      created_at: new Date().toISOString(),
+    });
+    if (!this.#scheduled) {
+      this.#scheduled = true;
+      setImmediate(() => void this.flush());
+    }
+  }
+
+  flush(): Promise<void> {
+    this.#scheduled = false;
+    this.#flushing = this.#flushing.then(async () => {
+      if (this.#pending.length === 0) return;
+      const batch = this.#pending;
+      this.#pending = [];
+      try {
+        // Chunks keep the statement under every dialect's parameter limit.
+        for (let i = 0; i < batch.length; i += 500)
+          await this.storage.stores.toolCalls.insertMany(batch.slice(i, i + 500));
+      } catch (err) {
+        this.log.error({ err, lost: batch.length }, 'could not record MCP tool calls');
+      }
+    });
+    return this.#flushing;
+  }
+}
+
+const recorders = new WeakMap<Services, ToolCallRecorder>();
+
+/** The one recorder of a running server. */
+export function toolCallRecorder(services: Services): ToolCallRecorder {
+  let r = recorders.get(services);
+  if (!r) recorders.set(services, (r = new ToolCallRecorder(services.storage, services.log)));
+  return r;
+}
+
+export const ToolCallView = z.object({
+  id: z.string(),
+  bot_id: z.string(),
+  key_id: z.string(),
+  tool: z.string(),
+  outcome: z.enum(['ok', 'tool_error', 'protocol_error']),
+  error_code: z.string().nullable(),
+  duration_ms: z.number(),
+  created_at: z.string(),
+});
+const toolCallView = (r: ToolCallRow): z.infer<typeof ToolCallView> => ({
+  id: r.id,
+  bot_id: r.bot_id,
+  key_id: r.key_id,
+  tool: r.tool,
+  outcome: r.outcome,
+  error_code: r.error_code,
+  duration_ms: Number(r.duration_ms),
+  created_at: r.created_at,
+});
+
+export const listToolCalls = defineOperation({
+  name: 'bots.tool_calls.list',
+  summary:
+    'MCP tool calls of a bot you manage, newest first (the audit: tool, outcome, duration; never arguments)',
+  input: z.strictObject({
+    bot_id: uuid('bot'),
+    tool: z.string().max(100).optional(),
+    before: z.iso.datetime({ message: 'must be an ISO-8601 timestamp' }).optional(),
+    limit: limit(50, 500),
+  }),
+  output: listOf(ToolCallView),
+  actors: ['user'],
+  async run(ctx, input) {
+    const stores = ctx.services.storage.stores;
+    const bot = await loadManagedBot(stores, ctx.actor, input.bot_id);
+    await toolCallRecorder(ctx.services).flush();
+    const rows = await stores.toolCalls.listForBot(bot.id, input);
+    return { items: rows.map(toolCallView) };
+  },
+});

@@ -1,0 +1,138 @@
+import { createHash } from 'node:crypto';
+import { AppError } from '../domain/errors.js';
+import { nowIso } from '../domain/ids.js';
+import type { Actor, Services } from './context.js';
+
+/**
+ * Idempotency keys (Stripe semantics), for any surface: a request retried with the same key and the
+ * same input answers the first result and changes nothing again, also when the two race.
+ *
+ * - The record key is the caller (user or bot) plus the client's key, so keys of different callers
+ *   never collide.
+ * - A 'pending' row is inserted first; the primary key decides which of two racing requests runs.
+ *   The loser waits up to `waitMs` for the winner's result and answers it, or answers 409
+ *   idempotency_conflict if the first request is still running.
+ * - The same key with a different input (or for another operation) answers 409 idempotency_conflict.
+ * - Only successes are remembered: when the first request fails, its claim is released and a retry
+ *   runs again (a failure changed nothing, as every operation runs in one transaction).
+ * - Records expire after 24 hours; a claim still pending after `STALE_PENDING_MS` (its request died
+ *   between commit and record) is taken over.
+ */
+
+export const IDEMPOTENCY_TTL_MS = 24 * 3_600_000;
+const STALE_PENDING_MS = 60_000;
+const KEY_RE = /^[\x21-\x7e]{1,255}$/;
+
+export interface IdempotentResult {
+  status: number;
+  body: unknown;
+}
+
+export interface IdempotencyOptions {
+  /** Operation name (or tool name) and its raw input: the request fingerprint. */
+  operation: string;
+  input: unknown;
+  /** How long a duplicate waits for a running first request. */
+  waitMs?: number;
+}
+
+/** Canonical JSON (object keys sorted), so that key order does not change the fingerprint. */
+function canonical(v: unknown): string {
+  if (Array.isArray(v)) return `[${v.map(canonical).join(',')}]`;
+  if (v !== null && typeof v === 'object') {
+    const o = v as Record<string, unknown>;
+    return `{${Object.keys(o)
+      .filter((k) => o[k] !== undefined)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${canonical(o[k])}`)
+      .join(',')}}`;
+  }
+  return JSON.stringify(v) ?? 'null';
+}
+
+export function validateIdempotencyKey(key: string): void {
+  if (!KEY_RE.test(key)) {
+    throw new AppError(
+      'invalid_input',
+      'Idempotency-Key: must be 1 to 255 printable ASCII characters without spaces',
+      { field: 'Idempotency-Key' },
+    );
+  }
+}
+
+const recordKey = (actor: Actor, key: string): string =>
+  actor.kind === 'user' ? `user:${actor.userId}:${key}` : `bot:${actor.botId}:${key}`;
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * Runs `fn` once per (caller, key). Without a key it simply runs `fn`. The answer says whether it was
+ * replayed from an earlier request.
+ */
+export async function withIdempotency(
+  services: Services,
+  actor: Actor,
+  key: string | undefined,
+  opts: IdempotencyOptions,
+  fn: () => Promise<IdempotentResult>,
+): Promise<IdempotentResult & { replayed: boolean }> {
+  if (key === undefined) return { ...(await fn()), replayed: false };
+  validateIdempotencyKey(key);
+  const store = services.storage.stores.idempotency;
+  const rk = recordKey(actor, key);
+  const hash = createHash('sha256')
+    .update(canonical({ operation: opts.operation, input: opts.input }))
+    .digest('hex');
+  const deadline = Date.now() + (opts.waitMs ?? 5000);
+
+  for (;;) {
+    const now = nowIso();
+    await store.deleteIfOlder(rk, new Date(Date.parse(now) - IDEMPOTENCY_TTL_MS).toISOString());
+    if (await store.claim(rk, hash, now)) {
+      maybePurge(services);
+      let result: IdempotentResult;
+      try {
+        result = await fn();
+      } catch (err) {
+        await store.release(rk, now).catch(() => undefined);
+        throw err;
+      }
+      await store.complete(rk, result.status, JSON.stringify(result.body));
+      return { ...result, replayed: false };
+    }
+    const row = await store.get(rk);
+    if (!row) continue; // released or expired between our claim and read: try again
+    if (row.request_hash !== hash) {
+      throw new AppError(
+        'idempotency_conflict',
+        'This Idempotency-Key was already used with a different request; use a new key',
+      );
+    }
+    if (row.state === 'done') {
+      return { status: row.status_code ?? 200, body: JSON.parse(row.response ?? 'null'), replayed: true };
+    }
+    if (Date.parse(row.created_at) < Date.now() - STALE_PENDING_MS) {
+      await store.release(rk, row.created_at);
+      continue;
+    }
+    if (Date.now() >= deadline) {
+      throw new AppError(
+        'idempotency_conflict',
+        'A request with this Idempotency-Key is still being processed; retry later',
+      );
+    }
+    await sleep(20);
+  }
+}
+
+/** Expired records are deleted now and then (at most once a minute per process). */
+const lastPurge = new WeakMap<Services, number>();
+function maybePurge(services: Services): void {
+  const last = lastPurge.get(services) ?? 0;
+  if (Date.now() - last < 60_000) return;
+  lastPurge.set(services, Date.now());
+  const before = new Date(Date.now() - IDEMPOTENCY_TTL_MS).toISOString();
+  services.storage.stores.idempotency.purgeOlderThan(before).catch((err: unknown) => {
+    services.log.warn({ err }, 'could not purge expired idempotency keys');
+  });
+}

@@ -1,0 +1,97 @@
+import type { Readable } from 'node:stream';
+import busboy from 'busboy';
+import { AppError } from '../../domain/errors.js';
+import { getFileForDownload, uploadFile, type FileView } from '../../operations/files/files.js';
+import { runOperation } from '../../operations/operation.js';
+import { sendJson } from './io.js';
+import type { RequestContext } from './types.js';
+
+/**
+ * Multipart upload: the first file part is streamed straight to disk by the upload operation (it
+ * checks access before writing a byte). The rest of the request is always read to its end, also
+ * after an error, so that the client receives the answer instead of a reset connection.
+ */
+export async function handleUpload(rc: RequestContext, channelId: string): Promise<void> {
+  const type = rc.req.headers['content-type'] ?? '';
+  if (!/^multipart\/form-data\b/i.test(type)) {
+    rc.req.resume();
+    throw new AppError('unsupported_media_type', 'Content-Type must be multipart/form-data with a file part');
+  }
+  const max = rc.services.config.maxUploadBytes;
+  let bb: busboy.Busboy;
+  try {
+    bb = busboy({
+      headers: rc.req.headers,
+      limits: { files: 1, fileSize: max + 1, fields: 20, fieldSize: 10_000, parts: 40 },
+      defParamCharset: 'utf8',
+    });
+  } catch {
+    rc.req.resume();
+    throw new AppError('invalid_input', 'file: the multipart body has no boundary', { field: 'file' });
+  }
+  let upload: Promise<FileView> | undefined;
+  bb.on('file', (_field: string, stream: Readable, info: busboy.FileInfo) => {
+    if (upload) {
+      stream.resume();
+      return;
+    }
+    upload = runOperation(
+      uploadFile,
+      { actor: rc.actor!, services: rc.services, requestId: rc.requestId },
+      { channel_id: channelId, filename: info.filename, file: stream },
+    );
+    // After a failure, keep draining the part so that the request can be read to its end.
+    upload.catch(() => stream.resume());
+  });
+  const parsed = new Promise<void>((resolve, reject) => {
+    bb.on('close', resolve);
+    bb.on('error', (err: Error) =>
+      reject(
+        new AppError('invalid_input', `file: malformed multipart body (${err.message})`, { field: 'file' }),
+      ),
+    );
+  });
+  rc.req.pipe(bb);
+  try {
+    await parsed;
+  } catch (err) {
+    rc.req.unpipe(bb);
+    rc.req.resume();
+    if (upload) await upload.catch(() => undefined);
+    throw err;
+  }
+  if (!upload) throw new AppError('invalid_input', 'file: a file part is required', { field: 'file' });
+  sendJson(rc.res, 201, await upload);
+}
+
+/** RFC 6266 Content-Disposition: always an attachment, with an ASCII fallback name. */
+export function attachmentDisposition(filename: string): string {
+  const fallback = filename.replace(/[^\x20-\x7e]/g, '_').replace(/["\\]/g, '_');
+  return `attachment; filename="${fallback}"; filename*=UTF-8''${encodeURIComponent(filename)}`;
+}
+
+/** Streams a file as an attachment that a browser never renders inline. */
+export async function handleDownload(rc: RequestContext, fileId: string): Promise<void> {
+  const { file, open } = await runOperation(
+    getFileForDownload,
+    { actor: rc.actor!, services: rc.services, requestId: rc.requestId },
+    { file_id: fileId },
+  );
+  const stream = open();
+  await new Promise<void>((resolve, reject) => {
+    stream.once('open', () => resolve());
+    stream.once('error', () => reject(new AppError('not_found', 'File content not found')));
+  });
+  rc.res.writeHead(200, {
+    'content-type': file.content_type,
+    'content-length': file.size,
+    'content-disposition': attachmentDisposition(file.filename),
+    'x-content-type-options': 'nosniff',
+    'content-security-policy': "default-src 'none'; sandbox",
+    'cache-control': 'private, no-store',
+    etag: `"${file.sha256}"`,
+  });
+  stream.pipe(rc.res);
+  await new Promise<void>((resolve) => rc.res.on('close', () => resolve()));
+  stream.destroy();
+}

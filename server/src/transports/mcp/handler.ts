@@ -1,0 +1,215 @@
+import type { Logger } from 'pino';
+import type { z } from 'zod';
+import { AppError, isAppError } from '../../domain/errors.js';
+import { toolCallRecorder, type ToolCallOutcome } from '../../operations/audit/tool-calls.js';
+import type { BotActor, OpContext, Services } from '../../operations/context.js';
+import { checkAccess } from '../../operations/operation.js';
+import {
+  INSUFFICIENT_SCOPE,
+  INTERNAL_ERROR,
+  INVALID_PARAMS,
+  INVALID_REQUEST,
+  METHOD_NOT_FOUND,
+  RpcError,
+  type Params,
+} from './jsonrpc.js';
+import { listResources, readResource, RESOURCE_TEMPLATES_JSON } from './resources.js';
+import { TOOLS_BY_NAME, TOOLS_LIST_JSON } from './tools.js';
+
+/** MCP protocol versions this server speaks; the first is the one it prefers. */
+export const SUPPORTED_VERSIONS = ['2025-03-26', '2024-11-05'] as const;
+export const LATEST_VERSION = SUPPORTED_VERSIONS[0];
+
+/** What a method handler needs: who calls, the services, and the session (when sessions are on). */
+export interface CallContext {
+  actor: BotActor;
+  services: Services;
+  requestId: string;
+  log: Logger;
+  inBatch: boolean;
+  /** Called by a successful initialize with the negotiated version (the transport opens a session). */
+  startSession(protocolVersion: string): void;
+}
+
+const SERVER_INFO = { name: 'workroom', title: 'Workroom', version: '0.1.0' };
+const INSTRUCTIONS =
+  'Workroom is a work-collaboration server (channels, projects with topics, DM rooms, messages, tasks, users). ' +
+  'You act as a bot and reach only the channels, projects and DM rooms the bot was added to. ' +
+  'Start with list_channels or search to find ids, then read_messages / send_message for conversations and ' +
+  'list_tasks / create_task / update_task for tasks in a topic. Every result names the ids you need next. ' +
+  'A tool refused for a missing API-key scope answers error -32003 naming the scope.';
+
+/** Negotiation: a version we speak is echoed; any other (newer or unknown) gets our latest. */
+export function negotiate(requested: string): string {
+  return (SUPPORTED_VERSIONS as readonly string[]).includes(requested) ? requested : LATEST_VERSION;
+}
+
+const opContext = (cc: CallContext): OpContext => ({
+  actor: cc.actor,
+  services: cc.services,
+  requestId: cc.requestId,
+});
+
+/** Answers one request: the result as JSON text, or throws RpcError. */
+export async function dispatch(method: string, params: Params | undefined, cc: CallContext): Promise<string> {
+  switch (method) {
+    case 'tools/call':
+      return callTool(params, cc);
+    case 'tools/list':
+      return TOOLS_LIST_JSON;
+    case 'ping':
+      return '{}';
+    case 'initialize':
+      return initialize(params, cc);
+    case 'resources/list':
+      return JSON.stringify(await listResources(opContext(cc)));
+    case 'resources/read':
+      return JSON.stringify(await readResource(opContext(cc), params));
+    case 'resources/templates/list':
+      return RESOURCE_TEMPLATES_JSON;
+    default:
+      throw new RpcError(METHOD_NOT_FOUND, `Method not found: ${method.slice(0, 100)}`);
+  }
+}
+
+function initialize(params: Params | undefined, cc: CallContext): string {
+  if (cc.inBatch)
+    throw new RpcError(INVALID_REQUEST, 'Invalid Request: initialize must not be part of a batch');
+  const requested = params?.protocolVersion;
+  if (typeof requested !== 'string') {
+    throw new RpcError(INVALID_PARAMS, 'Invalid params: protocolVersion must be a string', {
+      field: 'protocolVersion',
+    });
+  }
+  const caps = params?.capabilities;
+  if (caps !== undefined && (caps === null || typeof caps !== 'object' || Array.isArray(caps))) {
+    throw new RpcError(INVALID_PARAMS, 'Invalid params: capabilities must be an object', {
+      field: 'capabilities',
+    });
+  }
+  const protocolVersion = negotiate(requested);
+  cc.startSession(protocolVersion);
+  const sessions = cc.services.config.mcp.sessions;
+  return JSON.stringify({
+    protocolVersion,
+    capabilities: {
+      tools: { listChanged: false },
+      resources: { subscribe: false, listChanged: sessions },
+    },
+    serverInfo: SERVER_INFO,
+    instructions: INSTRUCTIONS,
+  });
+}
+
+/** Issues that say "over a limit" (too long, too many, too small) are tool errors; the rest are -32602. */
+const LIMIT_ISSUES = new Set(['too_big', 'too_small']);
+
+function describeArgs(
+  issues: readonly z.core.$ZodIssue[],
+  args: Record<string, unknown>,
+): { message: string; field: string } {
+  const parts: string[] = [];
+  let field = '';
+  for (const i of issues.slice(0, 5)) {
+    if (i.code === 'unrecognized_keys') {
+      for (const k of i.keys) parts.push(`${k}: unknown argument`);
+      field ||= i.keys[0] ?? '';
+      continue;
+    }
+    const path = i.path.join('.');
+    const missing = i.code === 'invalid_type' && i.path.length === 1 && !(String(i.path[0]) in args);
+    parts.push(`${path || '(arguments)'}: ${missing ? 'is required' : i.message}`);
+    field ||= path;
+  }
+  return { message: parts.join('; '), field };
+}
+
+const toolResult = (text: string, isError: boolean): string =>
+  JSON.stringify(
+    isError ? { content: [{ type: 'text', text }], isError: true } : { content: [{ type: 'text', text }] },
+  );
+
+const AUDIT_CODE: Record<number, string> = {
+  [INVALID_PARAMS]: 'invalid_params',
+  [INSUFFICIENT_SCOPE]: 'insufficient_scope',
+  [INTERNAL_ERROR]: 'internal',
+};
+
+async function callTool(params: Params | undefined, cc: CallContext): Promise<string> {
+  const started = performance.now();
+  const name = params?.name;
+  let outcome: ToolCallOutcome = 'ok';
+  let errorCode: string | null = null;
+  try {
+    if (typeof name !== 'string') {
+      throw new RpcError(INVALID_PARAMS, 'Invalid params: name must be a string (the tool to call)', {
+        field: 'name',
+      });
+    }
+    const tool = TOOLS_BY_NAME.get(name);
+    if (!tool) {
+      throw new RpcError(INVALID_PARAMS, `Invalid params: unknown tool "${name.slice(0, 100)}"`, {
+        field: 'name',
+      });
+    }
+    const args = params!.arguments ?? {};
+    if (args === null || typeof args !== 'object' || Array.isArray(args)) {
+      throw new RpcError(INVALID_PARAMS, 'Invalid params: arguments must be an object', {
+        field: 'arguments',
+      });
+    }
+    checkAccess(tool.op, cc.actor);
+    const parsed = tool.op.input.safeParse(args);
+    if (!parsed.success) {
+      const { message, field } = describeArgs(parsed.error.issues, args as Record<string, unknown>);
+      if (parsed.error.issues.every((i) => LIMIT_ISSUES.has(i.code))) {
+        throw new AppError('invalid_input', message, { field });
+      }
+      throw new RpcError(INVALID_PARAMS, `Invalid arguments for tool ${name}: ${message}`, { field });
+    }
+    const value = await tool.op.run(opContext(cc), parsed.data);
+    return toolResult(tool.text(value, parsed.data as Record<string, unknown>), false);
+  } catch (err) {
+    if (err instanceof RpcError) {
+      outcome = 'protocol_error';
+      errorCode = AUDIT_CODE[err.code] ?? String(err.code);
+      throw err;
+    }
+    if (isAppError(err) && err.code !== 'internal') {
+      if (err.code === 'insufficient_scope') {
+        outcome = 'protocol_error';
+        errorCode = 'insufficient_scope';
+        throw new RpcError(INSUFFICIENT_SCOPE, err.message, { scope: err.details.scope });
+      }
+      outcome = 'tool_error';
+      errorCode = err.code;
+      return toolResult(`Error (${err.code}): ${err.message}`, true);
+    }
+    outcome = 'protocol_error';
+    errorCode = 'internal';
+    cc.log.error({ err, tool: name }, 'MCP tool failed');
+    throw new RpcError(INTERNAL_ERROR, 'Internal error');
+  } finally {
+    toolCallRecorder(cc.services).record(
+      cc.actor,
+      typeof name === 'string' ? name : '(missing)',
+      outcome,
+      errorCode,
+      performance.now() - started,
+    );
+  }
+}
+
+/** Maps an error of a non-tool method (resources) to JSON-RPC. */
+export function rpcErrorOf(err: unknown, log: Logger): RpcError {
+  if (err instanceof RpcError) return err;
+  if (isAppError(err)) {
+    if (err.code === 'insufficient_scope')
+      return new RpcError(INSUFFICIENT_SCOPE, err.message, { scope: err.details.scope });
+    if (err.code === 'invalid_input')
+      return new RpcError(INVALID_PARAMS, `Invalid params: ${err.message}`, { field: err.details.field });
+    if (err.code !== 'internal') return new RpcError(INTERNAL_ERROR, err.message);
+  }
+  log.error({ err }, 'MCP request failed');
+  return new RpcError(INTERNAL_ERROR, 'Internal error');
+}

@@ -1,0 +1,152 @@
+import { z } from 'zod';
+import { listContainers, type ContainersView } from '../../operations/containers/list-containers.js';
+import { listMessages, sendMessage } from '../../operations/messages/messages.js';
+import type { Operation } from '../../operations/operation.js';
+import { search, type SearchResultView } from '../../operations/search/search.js';
+import { createTask, listTasks, updateTask } from '../../operations/tasks/tasks.js';
+import { getUser, listUsers } from '../../operations/users/users.js';
+import type { MessageView, UserView } from '../../operations/views.js';
+import * as fmt from './format.js';
+
+/**
+ * The nine tools: name → the operation its REST twin also calls, a description written for a
+ * language model, and how its result reads. `inputSchema` is generated from the operation's own zod
+ * input schema (the one that validates the call), once, at start.
+ */
+export interface Tool {
+  name: string;
+  op: Operation;
+  description: string;
+  annotations: { title: string; readOnlyHint: boolean; destructiveHint?: boolean; idempotentHint?: boolean };
+  text(result: unknown, args: Record<string, unknown>): string;
+}
+
+type Items<T> = { items: T[] };
+const where = (a: Record<string, unknown>) =>
+  a.channel_id
+    ? `channel ${a.channel_id as string}`
+    : a.topic_id
+      ? `topic ${a.topic_id as string}`
+      : `DM room ${a.dm_room_id as string}`;
+const read = (title: string) => ({ title, readOnlyHint: true, openWorldHint: false });
+
+export const TOOLS: readonly Tool[] = [
+  {
+    name: 'send_message',
+    op: sendMessage as Operation,
+    description:
+      'Post a Markdown message as this bot. Give `content` and exactly one target: `channel_id`, `topic_id` or `dm_room_id` (the bot must be a member; find ids with list_channels or search). Content is at most 50,000 characters. Returns the new message_id. Requires scope messages:write.',
+    annotations: {
+      title: 'Send a message',
+      readOnlyHint: false,
+      destructiveHint: false,
+      idempotentHint: false,
+    },
+    text: (r) => fmt.sentMessage(r as MessageView),
+  },
+  {
+    name: 'read_messages',
+    op: listMessages as Operation,
+    description:
+      'Read the most recent messages of one channel, topic or DM room (give exactly one of `channel_id`, `topic_id`, `dm_room_id`), newest first. `limit` defaults to 20, at most 100; `before` (ISO-8601 timestamp) pages back. Each message shows its message_id, sender and time. Requires scope messages:read.',
+    annotations: read('Read messages'),
+    text: (r, a) => fmt.messageList(where(a), (r as Items<MessageView>).items),
+  },
+  {
+    name: 'list_channels',
+    op: listContainers as Operation,
+    description:
+      'List the channels, projects and topics this bot can reach, with their ids. `type` is channels, projects, topics or all (default all); `project_id` lists only the topics of that project. Use the ids with read_messages, send_message and the task tools. Requires scope channels:read.',
+    annotations: read('List channels, projects and topics'),
+    text: (r) => fmt.containers(r as ContainersView),
+  },
+  {
+    name: 'create_task',
+    op: createTask as Operation,
+    description:
+      'Create a task in a topic (`topic_id`, from list_channels) with a `title`; optional `description`, `priority` (low, medium, high, urgent; default medium), `assignee_id` (a user id from list_users or get_user_info) and `due_date` (YYYY-MM-DD). New tasks start with status todo. Returns the task_id. Requires scope tasks:write.',
+    annotations: {
+      title: 'Create a task',
+      readOnlyHint: false,
+      destructiveHint: false,
+      idempotentHint: false,
+    },
+    text: (r) => fmt.createdTask(r as never),
+  },
+  {
+    name: 'update_task',
+    op: updateTask as Operation,
+    description:
+      'Change a task by `task_id`: `status` (todo, in_progress, review, done), `title`, `description`, `priority` (low, medium, high, urgent), `assignee_id` (null unassigns) and `due_date` (YYYY-MM-DD, null clears). Only the fields given change. Requires scope tasks:write.',
+    annotations: {
+      title: 'Update a task',
+      readOnlyHint: false,
+      destructiveHint: false,
+      idempotentHint: true,
+    },
+    text: (r) => fmt.updatedTask(r as never),
+  },
+  {
+    name: 'list_tasks',
+    op: listTasks as Operation,
+    description:
+      'List the tasks of a topic (`topic_id`), newest first, with task_id, status, priority, assignee and due date. Filter with `status` (todo, in_progress, review, done, or all — the default) and `assignee_id`. Requires scope tasks:read.',
+    annotations: read('List tasks'),
+    text: (r, a) => fmt.taskList(a.topic_id as string, (r as Items<never>).items),
+  },
+  {
+    name: 'search',
+    op: search as Operation,
+    description:
+      'Search by text (case-insensitive substring) across what this bot can reach: messages, users, tasks and channels. `type` narrows it to one category (default all); `limit` is per category, default 10, at most 50. Results carry the ids to use with the other tools. Works with any API key.',
+    annotations: read('Search'),
+    text: (r) => fmt.searchResults(r as SearchResultView),
+  },
+  {
+    name: 'get_user_info',
+    op: getUser as Operation,
+    description:
+      "Look up one user of this bot's organization by `user_id` or `email` (at least one). Returns id, email, display_name, role, status and department. Requires scope users:read.",
+    annotations: read('Get user info'),
+    text: (r) => fmt.user(r as UserView),
+  },
+  {
+    name: 'list_users',
+    op: listUsers as Operation,
+    description:
+      "List users of this bot's organization, by display name. Filter with `department` (partial, case-insensitive), `role` (system_admin, org_admin, dept_admin, member) and `q` (name or email contains). `limit` defaults to 50, at most 200; `offset` pages. Requires scope users:read.",
+    annotations: read('List users'),
+    text: (r) => fmt.userList((r as Items<UserView>).items),
+  },
+];
+
+export const TOOLS_BY_NAME: ReadonlyMap<string, Tool> = new Map(TOOLS.map((t) => [t.name, t]));
+
+type JsonSchema = Record<string, unknown>;
+
+/** UUID fields carry `format: uuid`; the long pattern next to it only costs a model's context. */
+function trim(schema: JsonSchema): JsonSchema {
+  const props = schema.properties as Record<string, JsonSchema> | undefined;
+  for (const p of Object.values(props ?? {})) {
+    if (p.format === 'uuid') delete p.pattern;
+    for (const alt of (p.anyOf as JsonSchema[] | undefined) ?? [])
+      if (alt.format === 'uuid') delete alt.pattern;
+  }
+  return schema;
+}
+
+export function inputSchema(op: Operation): JsonSchema {
+  const s = z.toJSONSchema(op.input, { io: 'input', unrepresentable: 'any' }) as JsonSchema;
+  delete s.$schema;
+  return trim(s);
+}
+
+/** The tools/list result, serialized once. */
+export const TOOLS_LIST_JSON = JSON.stringify({
+  tools: TOOLS.map((t) => ({
+    name: t.name,
+    description: t.description,
+    inputSchema: inputSchema(t.op),
+    annotations: { ...t.annotations, openWorldHint: false },
+  })),
+});
