@@ -15,10 +15,14 @@ describe('input validation and limits', () => {
   });
   afterAll(() => srv.close());
 
-  const messages = async () => expectStatus(await w.admin.api.get(`/api/channels/${channelId}/messages`, { query: { limit: 100 } }), 200).items;
+  const messages = async () =>
+    expectStatus(await w.admin.api.get(`/api/channels/${channelId}/messages`, { query: { limit: 100 } }), 200)
+      .items;
 
   it('malformed JSON → 400 invalid_json', async () => {
-    const res = await w.admin.api.request('POST', `/api/channels/${channelId}/messages`, { raw: '{"content": "x"' });
+    const res = await w.admin.api.request('POST', `/api/channels/${channelId}/messages`, {
+      raw: '{"content": "x"',
+    });
     expect(res.status).toBe(400);
     expect(res.body.error.code).toBe('invalid_json');
   });
@@ -50,23 +54,34 @@ describe('input validation and limits', () => {
     expect(wrongType.status).toBe(400);
     expect(wrongType.body.error.field).toBe('content');
 
-    const unknown = await w.admin.api.post(`/api/channels/${channelId}/messages`, { content: 'x', colour: 'red' });
+    const unknown = await w.admin.api.post(`/api/channels/${channelId}/messages`, {
+      content: 'x',
+      colour: 'red',
+    });
     expect(unknown.status).toBe(400);
     expect(unknown.body.error.message).toMatch(/colour/);
   });
 
   it('content and content_html: 50,000 characters each, not one more', async () => {
     const before = (await messages()).length;
-    const over = await w.admin.api.post(`/api/channels/${channelId}/messages`, { content: 'a'.repeat(50_001) });
+    const over = await w.admin.api.post(`/api/channels/${channelId}/messages`, {
+      content: 'a'.repeat(50_001),
+    });
     expect(over.status).toBe(400);
     expect(over.body.error.field).toBe('content');
     expect(over.body.error.message).toMatch(/50000/);
-    const htmlOver = await w.admin.api.post(`/api/channels/${channelId}/messages`, { content: 'x', content_html: 'a'.repeat(50_001) });
+    const htmlOver = await w.admin.api.post(`/api/channels/${channelId}/messages`, {
+      content: 'x',
+      content_html: 'a'.repeat(50_001),
+    });
     expect(htmlOver.status).toBe(400);
     expect(htmlOver.body.error.field).toBe('content_html');
     expect((await messages()).length).toBe(before);
 
-    const atLimit = await w.admin.api.post(`/api/channels/${channelId}/messages`, { content: 'é'.repeat(50_000), content_html: 'b'.repeat(50_000) });
+    const atLimit = await w.admin.api.post(`/api/channels/${channelId}/messages`, {
+      content: 'é'.repeat(50_000),
+      content_html: 'b'.repeat(50_000),
+    });
     expect(atLimit.status).toBe(201);
     expect(atLimit.body.content).toHaveLength(50_000);
   });
@@ -75,7 +90,8 @@ describe('input validation and limits', () => {
     const m = expectStatus(
       await w.admin.api.post(`/api/channels/${channelId}/messages`, {
         content: 'x',
-        content_html: '<p onclick="evil()">Hi <script>alert(1)</script><a href="javascript:alert(1)">x</a><a href="https://ok.test">ok</a><iframe src="https://x"></iframe></p>',
+        content_html:
+          '<p onclick="evil()">Hi <script>alert(1)</script><a href="javascript:alert(1)">x</a><a href="https://ok.test">ok</a><iframe src="https://x"></iframe></p>',
       }),
       201,
     );
@@ -86,23 +102,34 @@ describe('input validation and limits', () => {
 
   it('a body over WORKROOM_MAX_BODY_BYTES → 413, nothing written', async () => {
     const before = (await messages()).length;
-    const res = await w.admin.api.post(`/api/channels/${channelId}/messages`, { content: 'x', content_html: 'y'.repeat(400_000) });
+    const res = await w.admin.api.post(`/api/channels/${channelId}/messages`, {
+      content: 'x',
+      content_html: 'y'.repeat(400_000),
+    });
     expect(res.status).toBe(413);
     expect(res.body.error.code).toBe('payload_too_large');
     expect((await messages()).length).toBe(before);
   });
 
   it('read limit: default 20, max 100', async () => {
-    for (let i = 0; i < 25; i++) expectStatus(await w.admin.api.post(`/api/channels/${channelId}/messages`, { content: `m${i}` }), 201);
-    expect(expectStatus(await w.admin.api.get(`/api/channels/${channelId}/messages`), 200).items).toHaveLength(20);
+    for (let i = 0; i < 25; i++)
+      expectStatus(await w.admin.api.post(`/api/channels/${channelId}/messages`, { content: `m${i}` }), 201);
+    expect(
+      expectStatus(await w.admin.api.get(`/api/channels/${channelId}/messages`), 200).items,
+    ).toHaveLength(20);
     const over = await w.admin.api.get(`/api/channels/${channelId}/messages`, { query: { limit: 101 } });
     expect(over.status).toBe(400);
     expect(over.body.error).toMatchObject({ field: 'limit' });
     expect(over.body.error.message).toMatch(/100/);
     for (const bad of ['0', '-1', '2.5', 'ten']) {
-      expect((await w.admin.api.get(`/api/channels/${channelId}/messages`, { query: { limit: bad } })).status).toBe(400);
+      expect(
+        (await w.admin.api.get(`/api/channels/${channelId}/messages`, { query: { limit: bad } })).status,
+      ).toBe(400);
     }
-    const newestFirst = expectStatus(await w.admin.api.get(`/api/channels/${channelId}/messages`, { query: { limit: 2 } }), 200).items;
+    const newestFirst = expectStatus(
+      await w.admin.api.get(`/api/channels/${channelId}/messages`, { query: { limit: 2 } }),
+      200,
+    ).items;
     expect(newestFirst[0].content).toBe('m24');
     expect(newestFirst[1].content).toBe('m23');
   });
@@ -119,7 +146,13 @@ describe('input validation and limits', () => {
   });
 
   it('missing or bad credentials → 401 with WWW-Authenticate', async () => {
-    for (const token of [undefined, 'garbage', 'wrut_' + '0'.repeat(64), 'wrbk_12345678_live_' + '0'.repeat(48), 'wrbk_bad']) {
+    for (const token of [
+      undefined,
+      'garbage',
+      'wrut_' + '0'.repeat(64),
+      'wrbk_12345678_live_' + '0'.repeat(48),
+      'wrbk_bad',
+    ]) {
       const res = await w.anon.get('/api/channels', { token });
       expect(res.status).toBe(401);
       expect(res.headers.get('www-authenticate')).toBe('Bearer');
@@ -129,22 +162,43 @@ describe('input validation and limits', () => {
 
   it('duplicates → 409; the failed request leaves nothing behind', async () => {
     const email = `${uniq('dup')}@test.local`;
-    expectStatus(await w.admin.api.post('/api/users', { email, display_name: 'A', password: 'password-1' }), 201);
-    const again = await w.admin.api.post('/api/users', { email: email.toUpperCase(), display_name: 'B', password: 'password-1' });
+    expectStatus(
+      await w.admin.api.post('/api/users', { email, display_name: 'A', password: 'password-1' }),
+      201,
+    );
+    const again = await w.admin.api.post('/api/users', {
+      email: email.toUpperCase(),
+      display_name: 'B',
+      password: 'password-1',
+    });
     expect(again.status).toBe(409);
     expect(again.body.error.code).toBe('conflict');
     const name = uniq('dept');
-    const failed = await w.admin.api.post('/api/users', { email, display_name: 'C', password: 'password-1', department: name });
+    const failed = await w.admin.api.post('/api/users', {
+      email,
+      display_name: 'C',
+      password: 'password-1',
+      department: name,
+    });
     expect(failed.status).toBe(409);
     const users = expectStatus(await w.admin.api.get('/api/users', { query: { department: name } }), 200);
     expect(users.items).toHaveLength(0);
   });
 
   it('tasks-style dates and enums are validated (role, events, scopes, key type, expiry)', async () => {
-    const role = await w.admin.api.post('/api/users', { email: `${uniq('r')}@t.local`, display_name: 'R', password: 'password-1', role: 'king' });
+    const role = await w.admin.api.post('/api/users', {
+      email: `${uniq('r')}@t.local`,
+      display_name: 'R',
+      password: 'password-1',
+      role: 'king',
+    });
     expect(role.status).toBe(400);
     expect(role.body.error.field).toBe('role');
-    const short = await w.admin.api.post('/api/users', { email: `${uniq('r')}@t.local`, display_name: 'R', password: 'short' });
+    const short = await w.admin.api.post('/api/users', {
+      email: `${uniq('r')}@t.local`,
+      display_name: 'R',
+      password: 'short',
+    });
     expect(short.body.error.field).toBe('password');
     const badEvent = await w.admin.api.post('/api/bots', { name: 'b', events: ['message.exploded'] });
     expect(badEvent.status).toBe(400);
@@ -170,10 +224,16 @@ describe('input validation and limits', () => {
 
   it('a key issued with expires_in_days expires that many days later; without it, never', async () => {
     const bot = expectStatus(await w.admin.api.post('/api/bots', { name: 'exp' }), 201);
-    const k = expectStatus(await w.admin.api.post(`/api/bots/${bot.bot_id}/api-keys`, { expires_in_days: 30 }), 201);
+    const k = expectStatus(
+      await w.admin.api.post(`/api/bots/${bot.bot_id}/api-keys`, { expires_in_days: 30 }),
+      201,
+    );
     const days = (Date.parse(k.expires_at) - Date.parse(k.created_at)) / 86_400_000;
     expect(days).toBe(30);
-    const forever = expectStatus(await w.admin.api.post(`/api/bots/${bot.bot_id}/api-keys`, { scopes: [] }), 201);
+    const forever = expectStatus(
+      await w.admin.api.post(`/api/bots/${bot.bot_id}/api-keys`, { scopes: [] }),
+      201,
+    );
     expect(forever.expires_at).toBeNull();
     expect(forever.scopes).toBeNull();
   });

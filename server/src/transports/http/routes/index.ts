@@ -1,5 +1,6 @@
 import { buildOpenApi } from '../openapi.js';
 import type { Route } from '../types.js';
+import { botApiRoutes } from './bot-api.js';
 import { botRoutes } from './bots.js';
 import { coreRoutes } from './core.js';
 import { mcpRoutes } from './mcp.js';
@@ -7,7 +8,7 @@ import { taskRoutes } from './tasks.js';
 
 /** Every HTTP route of the server. Each module is a thin adapter over operations. */
 export function allRoutes(publicUrl: string): Route[] {
-  const routes: Route[] = [...coreRoutes, ...botRoutes, ...taskRoutes, ...mcpRoutes];
+  const routes: Route[] = [...coreRoutes, ...botRoutes, ...botApiRoutes, ...taskRoutes, ...mcpRoutes];
   let doc: string | undefined;
   routes.push({
     method: 'GET',
