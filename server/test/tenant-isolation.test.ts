@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Api, expectStatus, type ApiResponse } from './helpers/client.js';
+import type { Api } from './helpers/client.js';
+import { expectStatus, type ApiResponse } from './helpers/client.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
 import { uniq, World } from './helpers/world.js';
 

@@ -12,6 +12,8 @@ export type Dialect = 'sqlite' | 'postgres';
 export interface DatabaseHandle {
   db: Kysely<Database>;
   dialect: Dialect;
+  /** PostgreSQL schema, when not the default one. */
+  schema?: string | undefined;
   close(): Promise<void>;
 }
 
@@ -82,7 +84,7 @@ export async function openPostgres(
     ...(schema ? { options: `-c search_path="${schema}"` } : {}),
   });
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
-  return { db, dialect: 'postgres', close: () => db.destroy() };
+  return { db, dialect: 'postgres', schema, close: () => db.destroy() };
 }
 
 export async function openDatabase(config: Config['database']): Promise<DatabaseHandle> {
@@ -98,6 +100,8 @@ export async function migrate(handle: DatabaseHandle): Promise<string[]> {
   }
   const migrator = new Migrator({
     db: handle.db,
+    // Kysely looks for its migration tables in every schema unless told which one is ours.
+    ...(handle.schema ? { migrationTableSchema: handle.schema } : {}),
     provider: { getMigrations: () => Promise.resolve(migrations) },
   });
   const { error, results } = await migrator.migrateToLatest();
