@@ -15,7 +15,18 @@ export interface RequestOptions {
   query?: Record<string, string | number | boolean | undefined>;
 }
 
+export interface RecordedExchange {
+  method: string;
+  path: string;
+  status: number;
+  contentType: string | null;
+  body: unknown;
+}
+
 export class Api {
+  /** When set, every exchange is reported (the OpenAPI test checks them against the document). */
+  static recorder: ((x: RecordedExchange) => void) | undefined;
+
   constructor(
     readonly baseUrl: string,
     readonly token?: string,
@@ -46,6 +57,13 @@ export class Api {
     } catch {
       parsed = undefined;
     }
+    Api.recorder?.({
+      method,
+      path: url.pathname,
+      status: res.status,
+      contentType: res.headers.get('content-type'),
+      body: parsed,
+    });
     return { status: res.status, headers: res.headers, body: parsed as T, text };
   }
 
