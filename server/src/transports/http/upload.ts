@@ -35,10 +35,13 @@ export async function handleUpload(rc: RequestContext, channelId: string): Promi
       stream.resume();
       return;
     }
+    // Errors of the part also reach the reader; this listener only keeps them from being uncaught.
+    stream.on('error', () => undefined);
     upload = runOperation(
       uploadFile,
       { actor: rc.actor!, services: rc.services, requestId: rc.requestId },
-      { channel_id: channelId, filename: info.filename, file: stream },
+      // A reader that stops early (over the limit) must not destroy the part: busboy would stall.
+      { channel_id: channelId, filename: info.filename, file: stream.iterator({ destroyOnReturn: false }) },
     );
     // After a failure, keep draining the part so that the request can be read to its end.
     upload.catch(() => stream.resume());
