@@ -486,3 +486,35 @@ describe('MCP with sessions off', () => {
     expect((await rawMcp(srv.url, { key: bot.key, method: 'DELETE' })).status).toBe(405);
   });
 });
+
+describe('MCP rate limit', () => {
+  let srv: TestServer;
+  let bot: BotHandle;
+  beforeAll(async () => {
+    srv = await startTestServer({
+      WORKROOM_RATE_LIMIT_BOT_PER_SECOND: '0.5',
+      WORKROOM_RATE_LIMIT_BOT_BURST: '3',
+    });
+    bot = await World.create(srv.url).then((w) => w.bot(w.admin.api));
+  });
+  afterAll(() => srv.close());
+
+  it('shares the per-key token bucket of the REST API: 429 with Retry-After once it is empty', async () => {
+    const sid = await rawSession(srv.url, bot.key); // initialize + notifications/initialized: two tokens
+    const ok = await rawMcp(srv.url, {
+      key: bot.key,
+      session: sid,
+      body: { jsonrpc: '2.0', id: 1, method: 'ping' },
+    });
+    expect(ok.status).toBe(200);
+    expect(ok.headers.get('ratelimit-remaining')).toBe('0');
+    const limited = await rawMcp(srv.url, {
+      key: bot.key,
+      session: sid,
+      body: { jsonrpc: '2.0', id: 2, method: 'ping' },
+    });
+    expect(limited.status).toBe(429);
+    expect(Number(limited.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+    expect(limited.body.error.message).toContain('Too Many Requests');
+  });
+});

@@ -13,9 +13,13 @@ export type ToolCallOutcome = ToolCallRow['outcome'];
 
 /**
  * Records every MCP tools/call (bot, key, tool, outcome, error code, duration; never arguments or
- * results). Rows are buffered and written together once per event-loop turn, so that a burst of calls
- * costs one insert, not one per call; listings flush first, so a manager sees every finished call.
+ * results). Rows are buffered for at most `FLUSH_MS` (or `FLUSH_ROWS` rows) and written with one insert,
+ * so that under load the audit costs a fraction of a statement per call. Listings flush first, so a
+ * manager sees every finished call; the transport flushes when the server closes.
  */
+const FLUSH_MS = 10;
+const FLUSH_ROWS = 200;
+
 export class ToolCallRecorder {
   #pending: ToolCallRow[] = [];
   #scheduled = false;
@@ -44,9 +48,10 @@ export class ToolCallRecorder {
       duration_ms: Math.round(durationMs),
       created_at: new Date().toISOString(),
     });
-    if (!this.#scheduled) {
+    if (this.#pending.length >= FLUSH_ROWS) void this.flush();
+    else if (!this.#scheduled) {
       this.#scheduled = true;
-      setImmediate(() => void this.flush());
+      setTimeout(() => void this.flush(), FLUSH_MS).unref();
     }
   }
 

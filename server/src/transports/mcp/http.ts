@@ -2,9 +2,11 @@ import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
 import type { Server } from 'node:net';
 import { isAppError } from '../../domain/errors.js';
 import { looksLikeBotKey } from '../../domain/secrets.js';
+import { toolCallRecorder } from '../../operations/audit/tool-calls.js';
 import { authenticateBotKey, bearerCredential } from '../../operations/auth/authenticate.js';
 import type { BotActor, Services } from '../../operations/context.js';
 import { readBody } from '../http/io.js';
+import { enforceRateLimit } from '../http/rate-limit.js';
 import type { RequestContext } from '../http/types.js';
 import { dispatch, rpcErrorOf, type CallContext } from './handler.js';
 import {
@@ -108,11 +110,18 @@ export class McpEndpoint {
     if (!looksLikeBotKey(credential))
       return void unauthorized('Unauthorized: the MCP endpoint accepts only bot API keys');
     try {
-      rc.actor = await authenticateBotKey(this.services, credential);
-      return rc.actor;
+      const actor = await authenticateBotKey(this.services, credential);
+      enforceRateLimit(this.services, actor, res);
+      rc.actor = actor;
+      return actor;
     } catch (err) {
       if (isAppError(err) && err.code === 'unauthenticated')
         return void unauthorized(`Unauthorized: ${err.message}`);
+      if (isAppError(err) && err.code === 'rate_limited') {
+        return void refuse(res, 429, `Too Many Requests: ${err.message}`, {
+          'retry-after': String(Math.ceil(err.details.retryAfterSeconds ?? 1)),
+        });
+      }
       throw err;
     }
   }
@@ -194,7 +203,9 @@ export class McpEndpoint {
       actor,
       services: this.services,
       requestId: rc.requestId,
-      log: rc.log,
+      get log() {
+        return rc.log; // made only when something logs
+      },
       inBatch: batch,
       startSession: (version) => {
         if (!this.sessions) return;
@@ -277,8 +288,13 @@ export class McpEndpoint {
 const endpoints = new WeakMap<Services, McpEndpoint>();
 
 /** The endpoint of a running server (one per server: it holds the sessions). */
-export function mcpEndpoint(services: Services): McpEndpoint {
+export function mcpEndpoint(services: Services, rc?: RequestContext): McpEndpoint {
   let e = endpoints.get(services);
-  if (!e) endpoints.set(services, (e = new McpEndpoint(services)));
+  if (!e) {
+    endpoints.set(services, (e = new McpEndpoint(services)));
+    // Audit rows still buffered when the server stops are written before the database closes.
+    const server = (rc?.req.socket as { server?: Server } | undefined)?.server;
+    server?.once('close', () => void toolCallRecorder(services).flush());
+  }
   return e;
 }

@@ -19,7 +19,7 @@ export const mcpRoutes: Route[] = [
     path: '/api/mcp',
     auth: 'none',
     tags: ['mcp'],
-    handle: (rc) => mcpEndpoint(rc.services).post(rc),
+    handle: (rc) => mcpEndpoint(rc.services, rc).post(rc),
     doc: doc('Send JSON-RPC messages (a message or a batch) to the MCP tool server'),
   },
   {
@@ -27,7 +27,7 @@ export const mcpRoutes: Route[] = [
     path: '/api/mcp',
     auth: 'none',
     tags: ['mcp'],
-    handle: (rc) => mcpEndpoint(rc.services).get(rc),
+    handle: (rc) => mcpEndpoint(rc.services, rc).get(rc),
     doc: doc('Open the SSE stream of server messages of an MCP session (Mcp-Session-Id, Last-Event-ID)'),
   },
   {
@@ -35,7 +35,7 @@ export const mcpRoutes: Route[] = [
     path: '/api/mcp',
     auth: 'none',
     tags: ['mcp'],
-    handle: (rc) => mcpEndpoint(rc.services).delete(rc),
+    handle: (rc) => mcpEndpoint(rc.services, rc).delete(rc),
     doc: doc('End an MCP session'),
   },
   { method: 'GET', path: '/api/bots/{botId}/tool-calls', op: listToolCalls, tags: ['bots'] },

@@ -1,0 +1,143 @@
+/**
+ * MCP tools/call send_message and read_messages, in one run, against
+ *  (a) the same-run reference: bare node:http JSON-RPC + one better-sqlite3 insert (goal ≥ 0.5×), and
+ *  (b) the official SDK's stateful server (McpServer + StreamableHTTPServerTransport) doing the same
+ *      insert / select (goal: Workroom ≥ 5× it).
+ * Workroom runs as in production (built, sessions on, SQLite, logs at warn, rate limits off).
+ */
+import { join } from 'node:path';
+import {
+  freePort,
+  load,
+  report,
+  ROOT,
+  seed,
+  spawnServer,
+  startReference,
+  startWorkroom,
+  type LoadResult,
+} from './lib.js';
+
+const ACCEPT = 'application/json, text/event-stream';
+
+const call = (name: string, args: Record<string, unknown>) => (i: number) =>
+  JSON.stringify({ jsonrpc: '2.0', id: i, method: 'tools/call', params: { name, arguments: args } });
+const send = (channelId: string) => (i: number) =>
+  call('send_message', {
+    channel_id: channelId,
+    content: `Benchmark message number ${i} with a little **markdown**.`,
+  })(i);
+const read = (channelId: string) => call('read_messages', { channel_id: channelId, limit: 20 });
+
+/** initialize + notifications/initialized; returns the session id. */
+async function initialize(url: string, headers: Record<string, string>): Promise<string> {
+  const h = { 'content-type': 'application/json', accept: ACCEPT, ...headers };
+  const res = await fetch(`${url}/api/mcp`, {
+    method: 'POST',
+    headers: h,
+    body: JSON.stringify({
+      jsonrpc: '2.0',
+      id: 0,
+      method: 'initialize',
+      params: {
+        protocolVersion: '2025-03-26',
+        capabilities: {},
+        clientInfo: { name: 'bench', version: '1' },
+      },
+    }),
+  });
+  await res.text();
+  const sid = res.headers.get('mcp-session-id');
+  if (!res.ok || !sid) throw new Error(`initialize failed: ${res.status}`);
+  await fetch(`${url}/api/mcp`, {
+    method: 'POST',
+    headers: { ...h, 'mcp-session-id': sid, 'mcp-protocol-version': '2025-03-26' },
+    body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }),
+  }).then((r) => r.text());
+  return sid;
+}
+
+/** Counts a tools/call as successful only when it answered a result that is not an error. */
+const resultOk = (status: number) => status === 200;
+
+// (a) the reference
+const ref = await startReference('jsonrpc');
+const refSend = await load({ url: ref.url, method: 'POST', path: () => '/api/mcp', body: send('c') });
+await ref.stop();
+
+// Workroom
+const wr = await startWorkroom();
+const s = await seed(wr.url);
+const wrHeaders = { authorization: `Bearer ${s.botKey}`, accept: ACCEPT };
+const wrSid = await initialize(wr.url, wrHeaders);
+const h = { ...wrHeaders, 'mcp-session-id': wrSid, 'mcp-protocol-version': '2025-03-26' };
+const wrSend = await load({
+  url: wr.url,
+  method: 'POST',
+  path: () => '/api/mcp',
+  headers: h,
+  body: send(s.channelId),
+  ok: resultOk,
+});
+const wrRead = await load({
+  url: wr.url,
+  method: 'POST',
+  path: () => '/api/mcp',
+  headers: h,
+  body: read(s.channelId),
+  ok: resultOk,
+});
+// Sanity: a sample answer is a real result, not an error.
+const sample: any = await (
+  await fetch(`${wr.url}/api/mcp`, {
+    method: 'POST',
+    headers: { ...h, 'content-type': 'application/json' },
+    body: send(s.channelId)(1),
+  })
+).json();
+if (!sample.result || sample.result.isError) throw new Error(`workroom answered ${JSON.stringify(sample)}`);
+await wr.stop();
+
+// (b) the official SDK server
+const port = await freePort();
+const sdk = await spawnServer(
+  process.execPath,
+  [join(ROOT, 'bench/mcp-sdk-server.mjs')],
+  { PORT: String(port) },
+  async (url) => (await fetch(`${url}/api/mcp`, { method: 'GET' })).status > 0,
+  port,
+);
+const sdkSid = await initialize(sdk.url, { accept: ACCEPT });
+const sh = { accept: ACCEPT, 'mcp-session-id': sdkSid, 'mcp-protocol-version': '2025-03-26' };
+const sdkSend = await load({
+  url: sdk.url,
+  method: 'POST',
+  path: () => '/api/mcp',
+  headers: sh,
+  body: send('c'),
+  ok: resultOk,
+});
+const sdkRead = await load({
+  url: sdk.url,
+  method: 'POST',
+  path: () => '/api/mcp',
+  headers: sh,
+  body: read('c'),
+  ok: resultOk,
+});
+await sdk.stop();
+
+const rows: [string, LoadResult][] = [
+  ['reference: node:http JSON-RPC + 1 insert', refSend],
+  ['workroom tools/call send_message', wrSend],
+  ['workroom tools/call read_messages', wrRead],
+  ['official SDK server send_message', sdkSend],
+  ['official SDK server read_messages', sdkRead],
+];
+report('MCP tools/call (Streamable HTTP, JSON responses, SQLite)', rows);
+console.log(
+  `\n  workroom ÷ SDK server: send_message ${(wrSend.rps / sdkSend.rps).toFixed(1)}×, read_messages ${(wrRead.rps / sdkRead.rps).toFixed(1)}×  (goal ≥ 5×)`,
+);
+console.log(
+  `  workroom ÷ reference:  send_message ${(wrSend.rps / refSend.rps).toFixed(2)}×, read_messages ${(wrRead.rps / refSend.rps).toFixed(2)}×  (goal ≥ 0.5×)`,
+);
