@@ -6,6 +6,7 @@ import pg from 'pg';
 import type { Config } from '../config/config.js';
 import type { Database } from './schema.js';
 import * as m0001 from './migrations/0001_initial.js';
+import { startCheckpointer, type Checkpointer } from './sqlite-checkpointer.js';
 
 export type Dialect = 'sqlite' | 'postgres';
 
@@ -51,8 +52,23 @@ export function openSqlite(file: string): DatabaseHandle {
   raw.pragma('synchronous = NORMAL');
   raw.pragma('foreign_keys = ON');
   raw.pragma('busy_timeout = 5000');
+  let checkpointer: Checkpointer | undefined;
+  if (file !== ':memory:') {
+    raw.pragma('wal_autocheckpoint = 0');
+    checkpointer = startCheckpointer(file, 500, () => {
+      // Without the worker, fall back to SQLite's own checkpoints on the request path.
+      if (raw.open) raw.pragma('wal_autocheckpoint = 1000');
+    });
+  }
   const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(raw) }) });
-  return { db, dialect: 'sqlite', close: () => db.destroy() };
+  return {
+    db,
+    dialect: 'sqlite',
+    async close() {
+      await checkpointer?.close();
+      await db.destroy();
+    },
+  };
 }
 
 // 64-bit integers (bigint, bigserial, count(*)) arrive as strings by default; our values fit in a double.
