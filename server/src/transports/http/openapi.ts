@@ -72,6 +72,16 @@ export function buildOpenApi(routes: Route[], serverUrl: string): Record<string,
           parameters.push({ name, in: 'query', required: required.has(name), schema });
         }
       }
+      if (r.idempotent) {
+        parameters.push({
+          name: 'Idempotency-Key',
+          in: 'header',
+          required: false,
+          description:
+            'A retry with the same key and body answers the first result (Idempotent-Replayed: true) and changes nothing again; another body answers 409. Kept 24 hours.',
+          schema: { type: 'string', minLength: 1, maxLength: 255 },
+        });
+      }
       const scope = r.op.scope;
       op = {
         operationId: `${r.method.toLowerCase()}:${r.path}`,
@@ -89,6 +99,8 @@ export function buildOpenApi(routes: Route[], serverUrl: string): Record<string,
             content: { 'application/json': { schema: r.op.output ? toSchema(r.op.output, 'output') : {} } },
           },
           ...errorResponses,
+          ...(r.idempotent ? { 409: { $ref: '#/components/responses/Error' } } : {}),
+          ...(r.responses ?? {}),
         },
       };
     } else {

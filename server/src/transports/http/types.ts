@@ -30,6 +30,8 @@ export interface OpRoute {
    * input answers the first result and changes nothing again.
    */
   idempotent?: boolean;
+  /** More documented answers (OpenAPI response objects by status), e.g. 202 or 409. */
+  responses?: Record<string, unknown>;
   tags: string[];
   /** Maps path parameter names to input fields; default turns `botId` into `bot_id`, `id` into `id`. */
   params?: Record<string, string>;

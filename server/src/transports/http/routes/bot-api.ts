@@ -4,7 +4,7 @@ import {
   listBotCommands,
   registerBotCommand,
 } from '../../../operations/commands/custom-commands.js';
-import { executeSlashCommand, listSlashCommands } from '../../../operations/commands/slash.js';
+import { executeSlashCommand, ExecuteOutput, listSlashCommands } from '../../../operations/commands/slash.js';
 import { sendBotDm } from '../../../operations/dm/bot-dm.js';
 import { FileView, listChannelFiles } from '../../../operations/files/files.js';
 import { hashtagPreview, searchHashtags } from '../../../operations/hashtags/hashtags.js';
@@ -16,6 +16,7 @@ import { handleDownload, handleUpload } from '../upload.js';
 
 const fileViewSchema = z.toJSONSchema(FileView, { io: 'output' });
 const errorRef = { $ref: '#/components/responses/Error' };
+const conflictResponse = { 409: errorRef };
 
 /** The bot REST API of the spec's "REST endpoints" table (bot auth and keys are in bots.ts). */
 export const botApiRoutes: Route[] = [
@@ -49,6 +50,7 @@ export const botApiRoutes: Route[] = [
     path: '/api/bots/{botId}/commands',
     op: registerBotCommand,
     status: 201,
+    responses: conflictResponse,
     tags: ['bot commands'],
   },
   {
@@ -64,6 +66,7 @@ export const botApiRoutes: Route[] = [
     path: '/api/channels/{channelId}/bookmarks',
     op: createBookmark,
     status: 201,
+    responses: conflictResponse,
     tags: ['bookmarks'],
   },
   { method: 'GET', path: '/api/channels/{channelId}/bookmarks', op: listBookmarks, tags: ['bookmarks'] },
@@ -142,6 +145,13 @@ export const botApiRoutes: Route[] = [
     path: '/api/commands/execute',
     op: executeSlashCommand,
     statusOf: (r) => ((r as { status: string }).status === 'dispatched' ? 202 : 200),
+    responses: {
+      202: {
+        description: "A bot's command, recorded as a command.invoked event for delivery to the bot",
+        content: { 'application/json': { schema: z.toJSONSchema(ExecuteOutput, { io: 'output' }) } },
+      },
+      409: errorRef,
+    },
     tags: ['slash commands'],
   },
 ];
