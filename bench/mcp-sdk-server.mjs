@@ -1,5 +1,5 @@
 // The official MCP SDK's stateful server (McpServer + StreamableHTTPServerTransport, one transport per
-// session, JSON responses) with the same two tools as the bench: send_message does one better-sqlite3
+// session; SSE responses as by default, or JSON responses with SDK_JSON=1) with the same two tools as the bench: send_message does one better-sqlite3
 // insert (WAL, synchronous=NORMAL), read_messages selects the 20 newest. For bench/mcp.ts.
 import { createServer } from 'node:http';
 import { randomUUID } from 'node:crypto';
@@ -58,7 +58,7 @@ const http = createServer((req, res) => {
     if (!transport) {
       transport = new StreamableHTTPServerTransport({
         sessionIdGenerator: () => randomUUID(),
-        enableJsonResponse: true,
+        enableJsonResponse: process.env.SDK_JSON === '1',
         onsessioninitialized: (id) => transports.set(id, transport),
       });
       await buildServer().connect(transport);

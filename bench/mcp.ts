@@ -2,7 +2,8 @@
  * MCP tools/call send_message and read_messages, in one run, against
  *  (a) the same-run reference: bare node:http JSON-RPC + one better-sqlite3 insert (goal ≥ 0.5×), and
  *  (b) the official SDK's stateful server (McpServer + StreamableHTTPServerTransport) doing the same
- *      insert / select (goal: Workroom ≥ 5× it).
+ *      insert / select, as it runs by default (SSE answers; goal: Workroom ≥ 5× it) and with
+ *      enableJsonResponse (reported too).
  * Workroom runs as in production (built, sessions on, SQLite, logs at warn, rate limits off).
  */
 import { join } from 'node:path';
@@ -98,45 +99,55 @@ const sample: any = await (
 if (!sample.result || sample.result.isError) throw new Error(`workroom answered ${JSON.stringify(sample)}`);
 await wr.stop();
 
-// (b) the official SDK server
-const port = await freePort();
-const sdk = await spawnServer(
-  process.execPath,
-  [join(ROOT, 'bench/mcp-sdk-server.mjs')],
-  { PORT: String(port) },
-  async (url) => (await fetch(`${url}/api/mcp`, { method: 'GET' })).status > 0,
-  port,
-);
-const sdkSid = await initialize(sdk.url, { accept: ACCEPT });
-const sh = { accept: ACCEPT, 'mcp-session-id': sdkSid, 'mcp-protocol-version': '2025-03-26' };
-const sdkSend = await load({
-  url: sdk.url,
-  method: 'POST',
-  path: () => '/api/mcp',
-  headers: sh,
-  body: send('c'),
-  ok: resultOk,
-});
-const sdkRead = await load({
-  url: sdk.url,
-  method: 'POST',
-  path: () => '/api/mcp',
-  headers: sh,
-  body: read('c'),
-  ok: resultOk,
-});
-await sdk.stop();
+// (b) the official SDK server, as it runs by default (answers over SSE), then with JSON answers
+async function sdkRun(json: boolean): Promise<[LoadResult, LoadResult]> {
+  const port = await freePort();
+  const sdk = await spawnServer(
+    process.execPath,
+    [join(ROOT, 'bench/mcp-sdk-server.mjs')],
+    { PORT: String(port), SDK_JSON: json ? '1' : '0' },
+    async (url) => (await fetch(`${url}/api/mcp`, { method: 'GET' })).status > 0,
+    port,
+  );
+  const sdkSid = await initialize(sdk.url, { accept: ACCEPT });
+  const sh = { accept: ACCEPT, 'mcp-session-id': sdkSid, 'mcp-protocol-version': '2025-03-26' };
+  const a = await load({
+    url: sdk.url,
+    method: 'POST',
+    path: () => '/api/mcp',
+    headers: sh,
+    body: send('c'),
+    ok: resultOk,
+  });
+  const b = await load({
+    url: sdk.url,
+    method: 'POST',
+    path: () => '/api/mcp',
+    headers: sh,
+    body: read('c'),
+    ok: resultOk,
+  });
+  await sdk.stop();
+  return [a, b];
+}
+const [sdkSend, sdkRead] = await sdkRun(false);
+const [sdkJsonSend, sdkJsonRead] = await sdkRun(true);
 
 const rows: [string, LoadResult][] = [
   ['reference: node:http JSON-RPC + 1 insert', refSend],
   ['workroom tools/call send_message', wrSend],
   ['workroom tools/call read_messages', wrRead],
-  ['official SDK server send_message', sdkSend],
-  ['official SDK server read_messages', sdkRead],
+  ['official SDK server send_message (SSE)', sdkSend],
+  ['official SDK server read_messages (SSE)', sdkRead],
+  ['official SDK server send_message (JSON)', sdkJsonSend],
+  ['official SDK server read_messages (JSON)', sdkJsonRead],
 ];
-report('MCP tools/call (Streamable HTTP, JSON responses, SQLite)', rows);
+report('MCP tools/call (Streamable HTTP, SQLite)', rows);
 console.log(
   `\n  workroom ÷ SDK server: send_message ${(wrSend.rps / sdkSend.rps).toFixed(1)}×, read_messages ${(wrRead.rps / sdkRead.rps).toFixed(1)}×  (goal ≥ 5×)`,
+);
+console.log(
+  `  workroom ÷ SDK server with enableJsonResponse: send_message ${(wrSend.rps / sdkJsonSend.rps).toFixed(1)}×, read_messages ${(wrRead.rps / sdkJsonRead.rps).toFixed(1)}×`,
 );
 console.log(
   `  workroom ÷ reference:  send_message ${(wrSend.rps / refSend.rps).toFixed(2)}×, read_messages ${(wrRead.rps / refSend.rps).toFixed(2)}×  (goal ≥ 0.5×)`,
