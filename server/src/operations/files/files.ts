@@ -5,6 +5,7 @@ import { newId, nowIso } from '../../domain/ids.js';
 import { LIMITS } from '../../domain/limits.js';
 import { BlobStore } from '../../storage/blobs.js';
 import type { FileRow } from '../../storage/schema.js';
+import type { FileListRow } from '../../storage/stores/files.js';
 import { containerOf } from '../../storage/stores/messages.js';
 import { actorRef, type Services } from '../context.js';
 import { loadChannel, loadContainer } from '../access.js';
@@ -35,7 +36,7 @@ export const FileView = z.object({
   download_url: z.string(),
 });
 export type FileView = z.infer<typeof FileView>;
-export const fileView = (f: FileRow): FileView => ({
+export const fileView = (f: FileListRow): FileView => ({
   id: f.id,
   org_id: f.org_id,
   channel_id: f.channel_id,

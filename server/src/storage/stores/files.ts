@@ -3,6 +3,23 @@ import { sql } from 'kysely';
 import type { Executor } from './executor.js';
 import { containsInsensitive } from './sql-helpers.js';
 
+const LIST_COLUMNS = [
+  'id',
+  'org_id',
+  'channel_id',
+  'topic_id',
+  'dm_room_id',
+  'uploader_type',
+  'uploader_id',
+  'filename',
+  'content_type',
+  'kind',
+  'size',
+  'sha256',
+  'created_at',
+] as const;
+export type FileListRow = Pick<FileRow, (typeof LIST_COLUMNS)[number]>;
+
 export interface FileListFilter {
   channelId: string;
   query?: string | undefined;
@@ -31,10 +48,11 @@ export class FileStore {
       .executeTakeFirst();
   }
 
-  listInChannel(f: FileListFilter): Promise<FileRow[]> {
+  /** A page of a channel's files, without the columns no answer shows. */
+  listInChannel(f: FileListFilter): Promise<FileListRow[]> {
     let q = this.db
       .selectFrom('files')
-      .selectAll()
+      .select(LIST_COLUMNS)
       .where('channel_id', '=', f.channelId)
       .where('deleted_at', 'is', null);
     if (f.query) q = q.where(containsInsensitive('filename', f.query));

@@ -41,6 +41,15 @@ const INSERT = prepared(
     }),
 );
 
+// Read and changed on every edit and delete: prepared once, not rebuilt.
+const GET = prepared((db, id: string) =>
+  db.selectFrom('messages').selectAll().where('id', '=', id).where('deleted_at', 'is', null),
+);
+const UPDATE = prepared(
+  (db, id: string, content: string, content_html: string | null, edited_at: string | null) =>
+    db.updateTable('messages').set({ content, content_html, edited_at }).where('id', '=', id),
+);
+
 const CONTAINER_COLUMN = { channel: 'channel_id', topic: 'topic_id', dm_room: 'dm_room_id' } as const;
 
 export class MessageStore {
@@ -66,13 +75,8 @@ export class MessageStore {
   }
 
   /** A message that is not deleted. */
-  get(id: string): Promise<MessageRow | undefined> {
-    return this.db
-      .selectFrom('messages')
-      .selectAll()
-      .where('id', '=', id)
-      .where('deleted_at', 'is', null)
-      .executeTakeFirst();
+  async get(id: string): Promise<MessageRow | undefined> {
+    return (await GET(this.db, id)).rows[0];
   }
 
   /** Newest first, deleted messages hidden. `before` pages back by created_at. */
@@ -87,7 +91,7 @@ export class MessageStore {
   }
 
   async update(id: string, patch: Pick<MessageRow, 'content' | 'content_html' | 'edited_at'>): Promise<void> {
-    await this.db.updateTable('messages').set(patch).where('id', '=', id).execute();
+    await UPDATE(this.db, id, patch.content, patch.content_html, patch.edited_at);
   }
 
   /** Soft delete; returns false when it was already deleted (or does not exist). */
