@@ -291,6 +291,33 @@ describe('bot API: bookmarks and files', () => {
       const much = await upload(ann.token, 'huge.bin', Buffer.alloc(MAX_UPLOAD * 4, 0x41));
       expect(much.status).toBe(413);
       expect(filesUnder(join(srv.app.services.config.dataDir, 'files')).length).toBe(before);
+      // Far over the limit (beyond the drain cap): 413 at once and the connection is closed, or the
+      // client sees the connection close while still sending. Nothing is stored either way.
+      const giant = await upload(ann.token, 'giant.bin', Buffer.alloc(9 * 1_048_576, 0x41)).catch(
+        (e: Error) => e,
+      );
+      if (!(giant instanceof Error)) expect(giant.status).toBe(413);
+      // A streamed body without Content-Length is cut off at the cap as well.
+      const chunks = (async function* () {
+        for (let i = 0; i < 200; i++) yield new Uint8Array(64 * 1024).fill(0x42);
+      })();
+      const head = '--b\r\nContent-Disposition: form-data; name="file"; filename="s.bin"\r\n\r\n';
+      const body = new ReadableStream({
+        async start(c) {
+          c.enqueue(new TextEncoder().encode(head));
+          for await (const ch of chunks) c.enqueue(ch);
+          c.close();
+        },
+      });
+      const streamed = await fetch(`${srv.url}/api/channels/${channel}/files`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${ann.token}`, 'content-type': 'multipart/form-data; boundary=b' },
+        body,
+        duplex: 'half',
+      } as RequestInit).catch((e: Error) => e);
+      if (!(streamed instanceof Error)) expect(streamed.status).toBe(413);
+      expect(filesUnder(join(srv.app.services.config.dataDir, 'files')).length).toBe(before);
+      expectStatus(await ann.api.get('/api/auth/me'), 200);
       const exact = await upload(ann.token, 'exact.txt', Buffer.alloc(MAX_UPLOAD, 0x41));
       expect(exact.status).toBe(201);
       expect(exact.body.size).toBe(MAX_UPLOAD);

@@ -6,10 +6,17 @@ import { runOperation } from '../../operations/operation.js';
 import { sendJson } from './io.js';
 import type { RequestContext } from './types.js';
 
+/** Answers, then closes the connection instead of reading the rest of the request. */
+function closeAfterResponse(rc: RequestContext): void {
+  rc.res.setHeader('connection', 'close');
+  rc.res.once('finish', () => rc.req.socket.destroy());
+}
+
 /**
  * Multipart upload: the first file part is streamed straight to disk by the upload operation (it
- * checks access before writing a byte). The rest of the request is always read to its end, also
- * after an error, so that the client receives the answer instead of a reset connection.
+ * checks access before writing a byte). After an error the rest of the request is read and dropped,
+ * so that the client receives the answer instead of a reset connection — up to a cap (twice the
+ * upload limit, at least the limit plus 8 MiB); beyond it the server answers 413 and closes.
  */
 export async function handleUpload(rc: RequestContext, channelId: string): Promise<void> {
   const type = rc.req.headers['content-type'] ?? '';
@@ -18,6 +25,14 @@ export async function handleUpload(rc: RequestContext, channelId: string): Promi
     throw new AppError('unsupported_media_type', 'Content-Type must be multipart/form-data with a file part');
   }
   const max = rc.services.config.maxUploadBytes;
+  const cap = Math.max(2 * max, max + 8 * 1_048_576);
+  const tooLarge = () =>
+    new AppError('payload_too_large', `The file exceeds the upload limit of ${max} bytes`);
+  const declared = Number(rc.req.headers['content-length']);
+  if (Number.isFinite(declared) && declared > cap) {
+    closeAfterResponse(rc);
+    throw tooLarge();
+  }
   let bb: busboy.Busboy;
   try {
     bb = busboy({
@@ -30,11 +45,13 @@ export async function handleUpload(rc: RequestContext, channelId: string): Promi
     throw new AppError('invalid_input', 'file: the multipart body has no boundary', { field: 'file' });
   }
   let upload: Promise<FileView> | undefined;
+  let part: Readable | undefined;
   bb.on('file', (_field: string, stream: Readable, info: busboy.FileInfo) => {
     if (upload) {
       stream.resume();
       return;
     }
+    part = stream;
     // Errors of the part also reach the reader; this listener only keeps them from being uncaught.
     stream.on('error', () => undefined);
     upload = runOperation(
@@ -46,7 +63,12 @@ export async function handleUpload(rc: RequestContext, channelId: string): Promi
     // After a failure, keep draining the part so that the request can be read to its end.
     upload.catch(() => stream.resume());
   });
+  let received = 0;
   const parsed = new Promise<void>((resolve, reject) => {
+    rc.req.on('data', (chunk: Buffer) => {
+      received += chunk.length;
+      if (received > cap) reject(tooLarge());
+    });
     bb.on('close', resolve);
     bb.on('error', (err: Error) =>
       reject(
@@ -59,7 +81,11 @@ export async function handleUpload(rc: RequestContext, channelId: string): Promi
     await parsed;
   } catch (err) {
     rc.req.unpipe(bb);
-    rc.req.resume();
+    if (received > cap) {
+      // Stop the writer (it removes its partial file) and do not read any further.
+      part?.destroy(tooLarge());
+      closeAfterResponse(rc);
+    } else rc.req.resume();
     if (upload) await upload.catch(() => undefined);
     throw err;
   }
