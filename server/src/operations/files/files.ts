@@ -5,7 +5,6 @@ import { newId, nowIso } from '../../domain/ids.js';
 import { LIMITS } from '../../domain/limits.js';
 import { BlobStore } from '../../storage/blobs.js';
 import type { FileRow } from '../../storage/schema.js';
-import type { FileListRow } from '../../storage/stores/files.js';
 import { containerOf } from '../../storage/stores/messages.js';
 import { actorRef, type Services } from '../context.js';
 import { loadChannel, loadContainer } from '../access.js';
@@ -36,7 +35,7 @@ export const FileView = z.object({
   download_url: z.string(),
 });
 export type FileView = z.infer<typeof FileView>;
-export const fileView = (f: FileListRow): FileView => ({
+export const fileView = (f: Omit<FileRow, 'storage_path' | 'deleted_at'>): FileView => ({
   id: f.id,
   org_id: f.org_id,
   channel_id: f.channel_id,
@@ -168,7 +167,11 @@ export const listChannelFiles = defineOperation({
       offset: input.offset,
     });
     return {
-      items: rows.slice(0, input.limit).map(fileView),
+      items: rows
+        .slice(0, input.limit)
+        .map((r) =>
+          fileView({ ...r, org_id: ch.org_id, channel_id: ch.id, topic_id: null, dm_room_id: null }),
+        ),
       limit: input.limit,
       offset: input.offset,
       has_more: rows.length > input.limit,

@@ -5,10 +5,6 @@ import { containsInsensitive } from './sql-helpers.js';
 
 const LIST_COLUMNS = [
   'id',
-  'org_id',
-  'channel_id',
-  'topic_id',
-  'dm_room_id',
   'uploader_type',
   'uploader_id',
   'filename',
@@ -48,7 +44,7 @@ export class FileStore {
       .executeTakeFirst();
   }
 
-  /** A page of a channel's files, without the columns no answer shows. */
+  /** A page of a channel's files: only the columns that differ between them and that answers show. */
   listInChannel(f: FileListFilter): Promise<FileListRow[]> {
     let q = this.db
       .selectFrom('files')
