@@ -3,8 +3,8 @@
  * server each get a core), drive them with a keep-alive undici pool for a fixed time, and print
  * throughputs with the ratio against the reference measured in the same run.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -138,8 +138,78 @@ export interface LoadResult {
   p99ms: number;
 }
 
-/** Closed-loop load: `connections` concurrent requests, each starting the next when it ends. */
+/**
+ * Closed-loop load with `connections` concurrent requests. Uses wrk (a C load generator: apt-get
+ * install wrk) when it is installed, so that the client costs little CPU next to the server under
+ * test; otherwise an undici pool in this process. BENCH_CLIENT=undici forces the latter.
+ */
 export async function load(o: LoadOptions): Promise<LoadResult> {
+  if (process.env.BENCH_CLIENT !== 'undici' && hasWrk()) return loadWrk(o);
+  return loadUndici(o);
+}
+
+let wrkAvailable: boolean | undefined;
+function hasWrk(): boolean {
+  wrkAvailable ??= spawnSync('wrk', ['--version']).error === undefined;
+  return wrkAvailable;
+}
+
+const SENTINEL = 987654321;
+/** A Lua format string for request number i: the sentinel number becomes %d, literal % is escaped. */
+const template = (text: string) => text.replaceAll('%', '%%').replaceAll(String(SENTINEL), '%d');
+const lua = (s: string) => JSON.stringify(s); // a JSON string is a valid Lua string literal here
+
+async function loadWrk(o: LoadOptions): Promise<LoadResult> {
+  const dir = mkdtempSync(join(tmpdir(), 'wr-wrk-'));
+  const headers = { 'content-type': 'application/json', ...o.headers };
+  const script = [
+    `wrk.method = ${lua(o.method)}`,
+    ...Object.entries(headers).map(([k, v]) => `wrk.headers[${lua(k)}] = ${lua(v)}`),
+    'local i = 0',
+    'request = function()',
+    '  i = i + 1',
+    `  local path = string.format(${lua(template(o.path(SENTINEL)))}, i)`,
+    o.body
+      ? `  return wrk.format(nil, path, nil, string.format(${lua(template(o.body(SENTINEL)))}, i))`
+      : '  return wrk.format(nil, path)',
+    'end',
+  ].join('\n');
+  writeFileSync(join(dir, 'load.lua'), script);
+  const run = (seconds: number) =>
+    spawnSync(
+      'wrk',
+      ['-t1', `-c${o.connections ?? 32}`, `-d${seconds}s`, '--latency', '-s', join(dir, 'load.lua'), o.url],
+      { encoding: 'utf8' },
+    );
+  run(Math.max(1, Math.round((o.warmupMs ?? 1000) / 1000)));
+  const r = run(
+    Math.max(1, Math.round((o.durationMs ?? Number(process.env.BENCH_DURATION_MS ?? 5000)) / 1000)),
+  );
+  rmSync(dir, { recursive: true, force: true });
+  const out = r.stdout;
+  const num = (re: RegExp) => Number(re.exec(out)?.[1] ?? NaN);
+  const ms = (re: RegExp) => {
+    const m = re.exec(out);
+    if (!m) return NaN;
+    const v = Number(m[1]);
+    return m[2] === 'us' ? v / 1000 : m[2] === 's' ? v * 1000 : v;
+  };
+  const total = num(/(\d+) requests in/);
+  const non2xx = num(/Non-2xx or 3xx responses: (\d+)/) || 0;
+  const socketErrors = /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(out);
+  const errors = non2xx + (socketErrors ? socketErrors.slice(1).reduce((a, b) => a + Number(b), 0) : 0);
+  const rps = num(/Requests\/sec:\s+([\d.]+)/) * (total > 0 ? (total - non2xx) / total : 1);
+  if (non2xx > 0) console.error(`  wrk: ${non2xx} non-2xx responses`);
+  return {
+    requests: total - non2xx,
+    errors,
+    rps,
+    p50ms: ms(/50%\s+([\d.]+)(us|ms|s)/),
+    p99ms: ms(/99%\s+([\d.]+)(us|ms|s)/),
+  };
+}
+
+async function loadUndici(o: LoadOptions): Promise<LoadResult> {
   const connections = o.connections ?? 32;
   const pool = new Pool(o.url, { connections, pipelining: 1, keepAliveTimeout: 30_000 });
   const headers = { 'content-type': 'application/json', ...o.headers };

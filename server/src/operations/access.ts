@@ -33,13 +33,12 @@ export async function loadChannel(
   id: string,
   access: Access,
 ): Promise<ChannelRow> {
-  const ch = await stores.containers.getChannel(id);
+  const ch = await stores.containers.getChannelFor(id, actorRef(actor));
   if (!ch || !inOrg(actor, ch.org_id)) throw notFound('Channel');
-  if (isOrgAdmin(actor, ch.org_id)) return ch;
-  const member = await stores.containers.isMember('channel', id, actorRef(actor));
-  if (member) return ch;
+  const { is_member, ...row } = ch;
+  if (is_member || isOrgAdmin(actor, ch.org_id)) return row;
   if (actor.kind === 'user' && ch.is_private === 0) {
-    if (access === 'read') return ch;
+    if (access === 'read') return row;
     throw new AppError('forbidden', 'Join the channel before posting in it');
   }
   throw notFound('Channel');
@@ -56,10 +55,10 @@ export async function loadProject(stores: Stores, actor: Actor, id: string): Pro
 
 /** Topics are reached through their project. */
 export async function loadTopic(stores: Stores, actor: Actor, id: string): Promise<TopicRow> {
-  const t = await stores.containers.getTopic(id);
+  const t = await stores.containers.getTopicFor(id, actorRef(actor));
   if (!t || !inOrg(actor, t.org_id)) throw notFound('Topic');
-  if (isOrgAdmin(actor, t.org_id)) return t;
-  if (await stores.containers.isMember('project', t.project_id, actorRef(actor))) return t;
+  const { is_member, ...row } = t;
+  if (is_member || isOrgAdmin(actor, t.org_id)) return row;
   throw notFound('Topic');
 }
 

@@ -1,18 +1,21 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
-import { Kysely, Migrator, PostgresDialect, SqliteDialect, sql, type Migration } from 'kysely';
+import { Kysely, Migrator, PostgresDialect, sql, type Migration } from 'kysely';
 import pg from 'pg';
 import type { Config } from '../config/config.js';
 import type { Database } from './schema.js';
 import * as m0001 from './migrations/0001_initial.js';
 import { startCheckpointer, type Checkpointer } from './sqlite-checkpointer.js';
+import { engineDialect, SqliteEngine } from './sqlite-engine.js';
 
 export type Dialect = 'sqlite' | 'postgres';
 
 export interface DatabaseHandle {
   db: Kysely<Database>;
   dialect: Dialect;
+  /** The SQLite engine, on SQLite. */
+  sqlite?: SqliteEngine;
   /** PostgreSQL schema, when not the default one. */
   schema?: string | undefined;
   close(): Promise<void>;
@@ -25,26 +28,6 @@ const MIGRATIONS: Record<string, MigrationUp> = {
   '0001_initial': m0001.up,
 };
 
-/**
- * Kysely's SQLite driver prepares every query anew; better-sqlite3 statements are reusable, so we
- * keep them by SQL text (the query builder produces a small, fixed set of SQL strings).
- */
-function withStatementCache(raw: BetterSqlite3.Database) {
-  const cache = new Map<string, BetterSqlite3.Statement>();
-  return {
-    close: () => raw.close(),
-    prepare: (text: string) => {
-      let stmt = cache.get(text);
-      if (!stmt) {
-        if (cache.size >= 1000) cache.clear();
-        stmt = raw.prepare(text);
-        cache.set(text, stmt);
-      }
-      return stmt;
-    },
-  };
-}
-
 export function openSqlite(file: string): DatabaseHandle {
   if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true });
   const raw = new BetterSqlite3(file);
@@ -52,6 +35,8 @@ export function openSqlite(file: string): DatabaseHandle {
   raw.pragma('synchronous = NORMAL');
   raw.pragma('foreign_keys = ON');
   raw.pragma('busy_timeout = 5000');
+  // Reads through a memory map instead of read() calls into the page cache.
+  raw.pragma('mmap_size = 268435456');
   let checkpointer: Checkpointer | undefined;
   if (file !== ':memory:') {
     raw.pragma('wal_autocheckpoint = 0');
@@ -60,10 +45,12 @@ export function openSqlite(file: string): DatabaseHandle {
       if (raw.open) raw.pragma('wal_autocheckpoint = 1000');
     });
   }
-  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(raw) }) });
+  const engine = new SqliteEngine(raw);
+  const db = new Kysely<Database>({ dialect: engineDialect(engine) });
   return {
     db,
     dialect: 'sqlite',
+    sqlite: engine,
     async close() {
       await checkpointer?.close();
       await db.destroy();

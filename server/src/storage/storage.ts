@@ -1,6 +1,7 @@
 import { Stores } from './stores/index.js';
 import type { DatabaseHandle, Dialect } from './database.js';
 import { migrate, pingDatabase } from './database.js';
+import { engineTransaction } from './sqlite-engine.js';
 
 /** The storage layer as the rest of the server sees it: stores, transactions, health, close. */
 export class Storage {
@@ -14,7 +15,9 @@ export class Storage {
 
   /** Runs `fn` in one transaction: every change it makes commits together or not at all. */
   transaction<T>(fn: (stores: Stores) => Promise<T>): Promise<T> {
-    return this.handle.db.transaction().execute((trx) => fn(new Stores(trx)));
+    const { db, sqlite } = this.handle;
+    if (sqlite) return engineTransaction(db, sqlite, (trx) => fn(new Stores(trx)));
+    return db.transaction().execute((trx) => fn(new Stores(trx)));
   }
 
   migrate(): Promise<string[]> {

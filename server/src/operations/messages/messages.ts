@@ -91,10 +91,11 @@ export const sendMessage = defineOperation({
   scope: 'messages:write',
   async run(ctx, input) {
     const c = containerRef(input);
-    return write(ctx.services, async (tx) => {
-      const { orgId } = await loadContainer(tx.stores, ctx.actor, c, 'write');
-      return messageView(await insertMessage(tx, orgId, c, actorRef(ctx.actor), input));
-    });
+    // Authorize first, then hold the write transaction only for the writes.
+    const { orgId } = await loadContainer(ctx.services.storage.stores, ctx.actor, c, 'write');
+    return write(ctx.services, async (tx) =>
+      messageView(await insertMessage(tx, orgId, c, actorRef(ctx.actor), input)),
+    );
   },
 });
 

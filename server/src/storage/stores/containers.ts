@@ -31,6 +31,44 @@ const IS_MEMBER = {
   project: isMemberQuery('project'),
   dm_room: isMemberQuery('dm_room'),
 };
+// A channel with whether the given member belongs to it: one query for the check on every post.
+const GET_CHANNEL_FOR = prepared((db, id: string, type: string, memberId: string) =>
+  db
+    .selectFrom('channels')
+    .selectAll('channels')
+    .select((eb) =>
+      eb
+        .exists(
+          eb
+            .selectFrom('channel_members')
+            .select('channel_members.member_id')
+            .whereRef('channel_members.channel_id', '=', 'channels.id')
+            .where('channel_members.member_type', '=', type as MemberType)
+            .where('channel_members.member_id', '=', memberId),
+        )
+        .as('is_member'),
+    )
+    .where('channels.id', '=', id),
+);
+// A topic with whether the given member belongs to its project.
+const GET_TOPIC_FOR = prepared((db, id: string, type: string, memberId: string) =>
+  db
+    .selectFrom('topics')
+    .selectAll('topics')
+    .select((eb) =>
+      eb
+        .exists(
+          eb
+            .selectFrom('project_members')
+            .select('project_members.member_id')
+            .whereRef('project_members.project_id', '=', 'topics.project_id')
+            .where('project_members.member_type', '=', type as MemberType)
+            .where('project_members.member_id', '=', memberId),
+        )
+        .as('is_member'),
+    )
+    .where('topics.id', '=', id),
+);
 const GET_CHANNEL = prepared((db, id: string) => db.selectFrom('channels').selectAll().where('id', '=', id));
 const GET_TOPIC = prepared((db, id: string) => db.selectFrom('topics').selectAll().where('id', '=', id));
 const GET_DM_ROOM = prepared((db, id: string) => db.selectFrom('dm_rooms').selectAll().where('id', '=', id));
@@ -167,6 +205,18 @@ export class ContainerStore {
 
   async createTopic(row: TopicRow): Promise<void> {
     await this.db.insertInto('topics').values(row).execute();
+  }
+
+  /** The channel and whether `m` is a member of it, in one query. */
+  async getChannelFor(id: string, m: MemberRef): Promise<(ChannelRow & { is_member: boolean }) | undefined> {
+    const row = (await GET_CHANNEL_FOR(this.db, id, m.type, m.id)).rows[0];
+    return row && { ...row, is_member: Boolean(row.is_member) };
+  }
+
+  /** The topic and whether `m` is a member of its project, in one query. */
+  async getTopicFor(id: string, m: MemberRef): Promise<(TopicRow & { is_member: boolean }) | undefined> {
+    const row = (await GET_TOPIC_FOR(this.db, id, m.type, m.id)).rows[0];
+    return row && { ...row, is_member: Boolean(row.is_member) };
   }
 
   async getTopic(id: string): Promise<TopicRow | undefined> {

@@ -1,4 +1,5 @@
-import { CompiledQuery, type Compilable, type QueryResult } from 'kysely';
+import { CompiledQuery, type Compilable, type Kysely, type QueryResult } from 'kysely';
+import { engineIfFree } from '../sqlite-engine.js';
 import type { Executor } from './executor.js';
 
 /**
@@ -26,6 +27,9 @@ export function prepared<A extends (string | null)[], R>(build: (db: Executor, .
       cache.set(key, entry);
     }
     const params = entry.slots.map((s) => (typeof s === 'number' ? args[s] : s.fixed));
+    // On SQLite, run it right here when the connection is ours to use (no promise chain).
+    const engine = engineIfFree(db as Kysely<unknown>);
+    if (engine) return engine.run<R>(entry.sql, params);
     return db.executeQuery<R>(CompiledQuery.raw(entry.sql, params) as CompiledQuery<R>);
   };
 }
