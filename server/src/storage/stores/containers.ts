@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import type { ChannelRow, DmRoomRow, ProjectRow, TopicRow } from '../schema.js';
 import type { Executor } from './executor.js';
 import { containsInsensitive } from './sql-helpers.js';
@@ -31,44 +32,36 @@ const IS_MEMBER = {
   project: isMemberQuery('project'),
   dm_room: isMemberQuery('dm_room'),
 };
-// A channel with whether the given member belongs to it: one query for the check on every post.
-const GET_CHANNEL_FOR = prepared((db, id: string, type: string, memberId: string) =>
-  db
-    .selectFrom('channels')
-    .selectAll('channels')
-    .select((eb) =>
-      eb
-        .exists(
-          eb
-            .selectFrom('channel_members')
-            .select('channel_members.member_id')
-            .whereRef('channel_members.channel_id', '=', 'channels.id')
-            .where('channel_members.member_type', '=', type as MemberType)
-            .where('channel_members.member_id', '=', memberId),
-        )
-        .as('is_member'),
-    )
-    .where('channels.id', '=', id),
-);
-// A topic with whether the given member belongs to its project.
-const GET_TOPIC_FOR = prepared((db, id: string, type: string, memberId: string) =>
-  db
-    .selectFrom('topics')
-    .selectAll('topics')
-    .select((eb) =>
-      eb
-        .exists(
-          eb
-            .selectFrom('project_members')
-            .select('project_members.member_id')
-            .whereRef('project_members.project_id', '=', 'topics.project_id')
-            .where('project_members.member_type', '=', type as MemberType)
-            .where('project_members.member_id', '=', memberId),
-        )
-        .as('is_member'),
-    )
-    .where('topics.id', '=', id),
-);
+/**
+ * A row of `table` with whether the given member belongs to it (via `memberTable.parent` =
+ * `table.via`): one query for the access check on every request that names a container.
+ */
+const withMembership = <T extends 'channels' | 'topics'>(
+  table: T,
+  via: 'id' | 'project_id',
+  memberTable: 'channel_members' | 'project_members',
+  parent: 'channel_id' | 'project_id',
+) =>
+  prepared((db, id: string, type: string, memberId: string) =>
+    db
+      .selectFrom(table as 'channels')
+      .selectAll()
+      .select((eb) =>
+        eb
+          .exists(
+            db
+              .selectFrom(memberTable as 'channel_members')
+              .select('member_id')
+              .where(sql.ref(`${memberTable}.${parent}`), '=', sql.ref(`${table}.${via}`))
+              .where('member_type', '=', type as MemberType)
+              .where('member_id', '=', memberId),
+          )
+          .as('is_member'),
+      )
+      .where(sql.ref(`${table}.id`), '=', id),
+  );
+const GET_CHANNEL_FOR = withMembership('channels', 'id', 'channel_members', 'channel_id');
+const GET_TOPIC_FOR = withMembership('topics', 'project_id', 'project_members', 'project_id');
 const GET_CHANNEL = prepared((db, id: string) => db.selectFrom('channels').selectAll().where('id', '=', id));
 const GET_TOPIC = prepared((db, id: string) => db.selectFrom('topics').selectAll().where('id', '=', id));
 const GET_DM_ROOM = prepared((db, id: string) => db.selectFrom('dm_rooms').selectAll().where('id', '=', id));
@@ -215,7 +208,8 @@ export class ContainerStore {
 
   /** The topic and whether `m` is a member of its project, in one query. */
   async getTopicFor(id: string, m: MemberRef): Promise<(TopicRow & { is_member: boolean }) | undefined> {
-    const row = (await GET_TOPIC_FOR(this.db, id, m.type, m.id)).rows[0];
+    const row = (await GET_TOPIC_FOR(this.db, id, m.type, m.id)).rows[0] as unknown as
+      (TopicRow & { is_member: unknown }) | undefined;
     return row && { ...row, is_member: Boolean(row.is_member) };
   }
 
