@@ -59,7 +59,9 @@ export default tseslint.config(
   ),
   {
     files: ['**/*.mjs', '**/*.js'],
-    languageOptions: { globals: { process: 'readonly', Buffer: 'readonly', console: 'readonly', URL: 'readonly' } },
+    languageOptions: {
+      globals: { process: 'readonly', Buffer: 'readonly', console: 'readonly', URL: 'readonly' },
+    },
   },
   {
     files: ['server/test/**', 'bench/**'],
