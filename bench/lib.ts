@@ -29,6 +29,13 @@ export function freePort(): Promise<number> {
   });
 }
 
+// Servers started by this process are killed when it exits, also when a bench script throws.
+const children = new Set<ChildProcess>();
+process.on('exit', () => {
+  for (const c of children) c.kill('SIGKILL');
+});
+for (const signal of ['SIGINT', 'SIGTERM'] as const) process.on(signal, () => process.exit(130));
+
 function stopChild(child: ChildProcess): Promise<void> {
   return new Promise((resolve) => {
     if (child.exitCode !== null) return resolve();
@@ -51,6 +58,8 @@ export async function spawnServer(
     stdio: ['ignore', 'pipe', 'inherit'],
     cwd: ROOT,
   });
+  children.add(child);
+  child.once('exit', () => children.delete(child));
   let out = '';
   child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
   const url = `http://127.0.0.1:${port}`;
@@ -155,8 +164,6 @@ function hasWrk(): boolean {
 }
 
 const SENTINEL = 987654321;
-/** A Lua format string for request number i: the sentinel number becomes %d, literal % is escaped. */
-const template = (text: string) => text.replaceAll('%', '%%').replaceAll(String(SENTINEL), '%d');
 const lua = (s: string) => JSON.stringify(s); // a JSON string is a valid Lua string literal here
 
 async function loadWrk(o: LoadOptions): Promise<LoadResult> {
@@ -168,9 +175,11 @@ async function loadWrk(o: LoadOptions): Promise<LoadResult> {
     'local i = 0',
     'request = function()',
     '  i = i + 1',
-    `  local path = string.format(${lua(template(o.path(SENTINEL)))}, i)`,
+    // Request number i: every occurrence of the sentinel number is replaced by i (string.gsub, so
+    // that the sentinel may appear several times, e.g. as JSON-RPC id and in the content).
+    `  local path = string.gsub(${lua(o.path(SENTINEL))}, "${SENTINEL}", tostring(i))`,
     o.body
-      ? `  return wrk.format(nil, path, nil, string.format(${lua(template(o.body(SENTINEL)))}, i))`
+      ? `  local body = string.gsub(${lua(o.body(SENTINEL))}, "${SENTINEL}", tostring(i))\n  return wrk.format(nil, path, nil, body)`
       : '  return wrk.format(nil, path)',
     'end',
   ].join('\n');

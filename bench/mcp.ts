@@ -72,6 +72,15 @@ const s = await seed(wr.url);
 const wrHeaders = { authorization: `Bearer ${s.botKey}`, accept: ACCEPT };
 const wrSid = await initialize(wr.url, wrHeaders);
 const h = { ...wrHeaders, 'mcp-session-id': wrSid, 'mcp-protocol-version': '2025-03-26' };
+// Sanity (before the load, on a fresh connection): a sample answer is a real result, not an error.
+const sample: any = await (
+  await fetch(`${wr.url}/api/mcp`, {
+    method: 'POST',
+    headers: { ...h, 'content-type': 'application/json' },
+    body: send(s.channelId)(1),
+  })
+).json();
+if (!sample.result || sample.result.isError) throw new Error(`workroom answered ${JSON.stringify(sample)}`);
 const wrSend = await load({
   url: wr.url,
   method: 'POST',
@@ -88,15 +97,6 @@ const wrRead = await load({
   body: read(s.channelId),
   ok: resultOk,
 });
-// Sanity: a sample answer is a real result, not an error.
-const sample: any = await (
-  await fetch(`${wr.url}/api/mcp`, {
-    method: 'POST',
-    headers: { ...h, 'content-type': 'application/json' },
-    body: send(s.channelId)(1),
-  })
-).json();
-if (!sample.result || sample.result.isError) throw new Error(`workroom answered ${JSON.stringify(sample)}`);
 await wr.stop();
 
 // (b) the official SDK server, as it runs by default (answers over SSE), then with JSON answers

@@ -355,6 +355,33 @@ describe(`store contract (${process.env.DATABASE_URL ? 'postgres' : 'sqlite'})`,
     expect(await storage.stores.bots.get(bot.id)).toBeUndefined();
   });
 
+  it('reads outside a transaction neither wait for nor see an open transaction', async () => {
+    const c = await channel();
+    const m = message(c.id, { content: 'in flight' });
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    let inserted!: () => void;
+    const insertedP = new Promise<void>((r) => (inserted = r));
+    const tx = storage.transaction(async (s) => {
+      await s.messages.insert(m);
+      inserted();
+      await gate; // keep the transaction open
+    });
+    await insertedP;
+    try {
+      // While it is open: the read answers at once, with committed data only.
+      const during = await Promise.race([
+        storage.stores.messages.get(m.id).then((r) => ({ r })),
+        new Promise<'blocked'>((r) => setTimeout(() => r('blocked'), 2000)),
+      ]);
+      expect(during).toEqual({ r: undefined });
+    } finally {
+      release();
+      await tx;
+    }
+    expect((await storage.stores.messages.get(m.id))?.content).toBe('in flight');
+  });
+
   it('health: ping answers', async () => {
     expect(await storage.ping()).toBe(true);
   });

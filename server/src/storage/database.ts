@@ -45,7 +45,13 @@ export function openSqlite(file: string): DatabaseHandle {
       if (raw.open) raw.pragma('wal_autocheckpoint = 1000');
     });
   }
-  const engine = new SqliteEngine(raw);
+  let reader: BetterSqlite3.Database | undefined;
+  if (file !== ':memory:') {
+    reader = new BetterSqlite3(file, { readonly: true });
+    reader.pragma('busy_timeout = 5000');
+    reader.pragma('mmap_size = 268435456');
+  }
+  const engine = new SqliteEngine(raw, reader);
   const db = new Kysely<Database>({ dialect: engineDialect(engine) });
   return {
     db,

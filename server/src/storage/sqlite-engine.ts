@@ -22,20 +22,29 @@ import {
  */
 export class SqliteEngine {
   readonly #statements = new Map<string, BetterSqlite3.Statement>();
+  readonly #readStatements = new Map<string, BetterSqlite3.Statement>();
   #locked = false;
   /** Waiters in arrival order; unlock hands the connection to the first (no wake-everyone herd). */
   readonly #waiters: (() => void)[] = [];
 
-  constructor(readonly raw: BetterSqlite3.Database) {}
+  /**
+   * @param raw the one writer connection
+   * @param reader a read-only connection to the same file: in WAL mode it reads the last committed
+   *   state while the writer is inside a transaction, so reads outside transactions never wait.
+   */
+  constructor(
+    readonly raw: BetterSqlite3.Database,
+    readonly reader?: BetterSqlite3.Database,
+  ) {}
 
   statement(text: string): BetterSqlite3.Statement {
-    let stmt = this.#statements.get(text);
-    if (!stmt) {
-      if (this.#statements.size >= 1000) this.#statements.clear();
-      stmt = this.raw.prepare(text);
-      this.#statements.set(text, stmt);
-    }
-    return stmt;
+    return cached(this.#statements, this.raw, text);
+  }
+
+  /** Runs a read-only statement on the reader connection (committed data only); undefined if it is not one. */
+  readCommitted<R>(text: string, parameters: readonly unknown[]): QueryResult<R> | undefined {
+    if (!this.reader || !this.statement(text).reader) return undefined;
+    return { rows: cached(this.#readStatements, this.reader, text).all(parameters) as R[] };
   }
 
   /** Runs one statement synchronously. The caller must own the connection (see `canRunNow`). */
@@ -64,6 +73,16 @@ export class SqliteEngine {
       next(); // stays locked: ownership passes to the next waiter
     else this.#locked = false;
   }
+}
+
+function cached(cache: Map<string, BetterSqlite3.Statement>, db: BetterSqlite3.Database, text: string) {
+  let stmt = cache.get(text);
+  if (!stmt) {
+    if (cache.size >= 1000) cache.clear();
+    stmt = db.prepare(text);
+    cache.set(text, stmt);
+  }
+  return stmt;
 }
 
 class EngineConnection implements DatabaseConnection {
@@ -102,6 +121,7 @@ class EngineDriver implements Driver {
     this.engine.unlock();
   }
   async destroy(): Promise<void> {
+    this.engine.reader?.close();
     this.engine.raw.close();
   }
 }
@@ -124,11 +144,23 @@ export function engineDialect(engine: SqliteEngine): Dialect {
   };
 }
 
-/** The engine of `db`, if it is one of ours and a statement may run on it right now. */
-export function engineIfFree(db: Kysely<unknown>): SqliteEngine | undefined {
+/**
+ * Runs a prepared statement at once, without Kysely's promise chain, when that is safe: inside the
+ * transaction that holds the connection, or when the connection is free; a read while another
+ * transaction holds it runs on the reader connection (committed data, no waiting). Undefined: not
+ * ours to run now, go through Kysely (which waits for the connection).
+ */
+export function runNow<R>(
+  db: Kysely<unknown>,
+  text: string,
+  parameters: readonly unknown[],
+): QueryResult<R> | undefined {
   const engine = ENGINES.get(db.getExecutor().adapter);
   if (!engine) return undefined;
-  return HOLDERS.has(db) || !engine.locked ? engine : undefined;
+  if (HOLDERS.has(db) || !engine.locked) return engine.run<R>(text, parameters);
+  // The writer is inside someone's transaction: a read goes to the reader instead of waiting. (Not
+  // first choice: the reader's page cache is dropped whenever the writer commits.)
+  return engine.readCommitted<R>(text, parameters);
 }
 
 /**

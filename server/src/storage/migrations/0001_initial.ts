@@ -44,7 +44,7 @@ export async function up(db: Db, dialect: Dialect): Promise<void> {
     .addColumn('created_at', 'text', (c) => c.notNull())
     .addColumn('updated_at', 'text', (c) => c.notNull())
     .execute();
-  await db.schema.createIndex('users_org').on('users').columns(['org_id', 'display_name']).execute();
+  await db.schema.createIndex('users_org').on('users').columns(['org_id', 'display_name', 'id']).execute();
 
   await db.schema
     .createTable('user_tokens')
@@ -146,7 +146,7 @@ export async function up(db: Db, dialect: Dialect): Promise<void> {
     await db.schema
       .createIndex(`messages_${col}`)
       .on('messages')
-      .columns([col, 'created_at'])
+      .columns([col, 'created_at', 'id'])
       .where(sql.ref(col), 'is not', null)
       .execute();
   }
@@ -167,7 +167,7 @@ export async function up(db: Db, dialect: Dialect): Promise<void> {
     .addColumn('created_at', 'text', (c) => c.notNull())
     .addColumn('updated_at', 'text', (c) => c.notNull())
     .execute();
-  await db.schema.createIndex('tasks_topic').on('tasks').columns(['topic_id', 'status']).execute();
+  await db.schema.createIndex('tasks_topic').on('tasks').columns(['topic_id', 'created_at', 'id']).execute();
 
   await db.schema
     .createTable('tags')
@@ -246,7 +246,7 @@ export async function up(db: Db, dialect: Dialect): Promise<void> {
   await db.schema
     .createIndex('bookmarks_channel')
     .on('bookmarks')
-    .columns(['channel_id', 'created_at'])
+    .columns(['channel_id', 'created_at', 'id'])
     .execute();
 
   await db.schema
@@ -267,7 +267,22 @@ export async function up(db: Db, dialect: Dialect): Promise<void> {
     .addColumn('created_at', 'text', (c) => c.notNull())
     .addColumn('deleted_at', 'text')
     .execute();
-  await db.schema.createIndex('files_channel').on('files').columns(['channel_id', 'created_at']).execute();
+  // One index per sort order of the channel file list, so that a page is read in order, not sorted.
+  await db.schema
+    .createIndex('files_channel')
+    .on('files')
+    .columns(['channel_id', 'created_at', 'id'])
+    .execute();
+  await db.schema
+    .createIndex('files_channel_size')
+    .on('files')
+    .columns(['channel_id', 'size', 'id'])
+    .execute();
+  await db.schema
+    .createIndex('files_channel_name')
+    .on('files')
+    .expression(sql`channel_id, lower(filename), id`)
+    .execute();
 
   // The outbox needs a gap-free-enough, strictly increasing order for consumers: an identity column.
   await db.schema
@@ -306,5 +321,9 @@ export async function up(db: Db, dialect: Dialect): Promise<void> {
     .addColumn('duration_ms', 'integer', (c) => c.notNull())
     .addColumn('created_at', 'text', (c) => c.notNull())
     .execute();
-  await db.schema.createIndex('tool_calls_bot').on('tool_calls').columns(['bot_id', 'created_at']).execute();
+  await db.schema
+    .createIndex('tool_calls_bot')
+    .on('tool_calls')
+    .columns(['bot_id', 'created_at', 'id'])
+    .execute();
 }

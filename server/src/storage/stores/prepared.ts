@@ -1,5 +1,5 @@
 import { CompiledQuery, type Compilable, type Kysely, type QueryResult } from 'kysely';
-import { engineIfFree } from '../sqlite-engine.js';
+import { runNow } from '../sqlite-engine.js';
 import type { Executor } from './executor.js';
 
 /**
@@ -27,9 +27,10 @@ export function prepared<A extends (string | null)[], R>(build: (db: Executor, .
       cache.set(key, entry);
     }
     const params = entry.slots.map((s) => (typeof s === 'number' ? args[s] : s.fixed));
-    // On SQLite, run it right here when the connection is ours to use (no promise chain).
-    const engine = engineIfFree(db as Kysely<unknown>);
-    if (engine) return engine.run<R>(entry.sql, params);
-    return db.executeQuery<R>(CompiledQuery.raw(entry.sql, params) as CompiledQuery<R>);
+    // On SQLite, run it right here when that is safe (see runNow); otherwise through Kysely.
+    return (
+      runNow<R>(db as Kysely<unknown>, entry.sql, params) ??
+      db.executeQuery<R>(CompiledQuery.raw(entry.sql, params) as CompiledQuery<R>)
+    );
   };
 }

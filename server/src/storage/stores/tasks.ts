@@ -34,7 +34,7 @@ export class TaskStore {
     let q = this.db.selectFrom('tasks').selectAll().where('topic_id', '=', topicId);
     if (f.status) q = q.where('status', '=', f.status);
     if (f.assigneeId) q = q.where('assignee_id', '=', f.assigneeId);
-    return q.orderBy('created_at', 'desc').orderBy('id').limit(f.limit).execute();
+    return q.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(f.limit).execute();
   }
 
   search(topicIds: string[], query: string, limit: number): Promise<TaskRow[]> {
