@@ -50,7 +50,35 @@ const UPDATE = prepared(
     db.updateTable('messages').set({ content, content_html, edited_at }).where('id', '=', id),
 );
 
-const CONTAINER_COLUMN = { channel: 'channel_id', topic: 'topic_id', dm_room: 'dm_room_id' } as const;
+// Recent messages of a container (read_messages, GET …/messages): prepared per container kind.
+const listQuery = (column: 'channel_id' | 'topic_id' | 'dm_room_id') => ({
+  latest: prepared((db, id: string, limit: number) =>
+    db
+      .selectFrom('messages')
+      .selectAll()
+      .where(column, '=', id)
+      .where('deleted_at', 'is', null)
+      .orderBy('created_at', 'desc')
+      .orderBy('id', 'desc')
+      .limit(limit),
+  ),
+  before: prepared((db, id: string, before: string, limit: number) =>
+    db
+      .selectFrom('messages')
+      .selectAll()
+      .where(column, '=', id)
+      .where('deleted_at', 'is', null)
+      .where('created_at', '<', before)
+      .orderBy('created_at', 'desc')
+      .orderBy('id', 'desc')
+      .limit(limit),
+  ),
+});
+const LIST = {
+  channel: listQuery('channel_id'),
+  topic: listQuery('topic_id'),
+  dm_room: listQuery('dm_room_id'),
+};
 
 export class MessageStore {
   constructor(private readonly db: Executor) {}
@@ -80,14 +108,10 @@ export class MessageStore {
   }
 
   /** Newest first, deleted messages hidden. `before` pages back by created_at. */
-  listInContainer(c: ContainerRef, limit: number, before?: string): Promise<MessageRow[]> {
-    let q = this.db
-      .selectFrom('messages')
-      .selectAll()
-      .where(CONTAINER_COLUMN[c.kind], '=', c.id)
-      .where('deleted_at', 'is', null);
-    if (before) q = q.where('created_at', '<', before);
-    return q.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(limit).execute();
+  async listInContainer(c: ContainerRef, limit: number, before?: string): Promise<MessageRow[]> {
+    const q = LIST[c.kind];
+    const res = before ? await q.before(this.db, c.id, before, limit) : await q.latest(this.db, c.id, limit);
+    return res.rows;
   }
 
   async update(id: string, patch: Pick<MessageRow, 'content' | 'content_html' | 'edited_at'>): Promise<void> {

@@ -8,9 +8,13 @@ import type { Executor } from './executor.js';
  * building and compiling with Kysely each time costs more than running the SQL.
  *
  * `build` is called once with sentinel strings in place of the arguments; the compiled parameters that
- * equal a sentinel are replaced by the real arguments on each call. Only string (or null) arguments.
+ * equal a sentinel are replaced by the real arguments on each call. Arguments are strings, numbers
+ * (passed to the builder as sentinel strings: use them only where they become parameters, e.g. limit)
+ * or null.
  */
-export function prepared<A extends (string | null)[], R>(build: (db: Executor, ...args: A) => Compilable<R>) {
+export function prepared<A extends (string | number | null)[], R>(
+  build: (db: Executor, ...args: A) => Compilable<R>,
+) {
   // Keyed by the dialect adapter, shared by a Kysely instance and its transactions.
   const cache = new WeakMap<object, { sql: string; slots: (number | { fixed: unknown })[] }>();
   return async (db: Executor, ...args: A): Promise<QueryResult<R>> => {
