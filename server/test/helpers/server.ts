@@ -39,7 +39,15 @@ export async function startTestServer(env: Record<string, string> = {}): Promise
     ...(pgUrl ? { DATABASE_URL: pgUrl, WORKROOM_DATABASE_SCHEMA: schema! } : {}),
     ...env,
   });
-  const app = await startApp(config);
+  let app: RunningApp;
+  try {
+    app = await startApp(config);
+  } catch (err) {
+    // A server that failed to start leaves nothing behind either.
+    if (pgUrl && schema) await dropSchema(pgUrl, schema).catch(() => undefined);
+    rmSync(dataDir, { recursive: true, force: true });
+    throw err;
+  }
   return {
     url: app.url,
     app,
