@@ -3,6 +3,10 @@ import type { BotRow, ChannelRow, ProjectRow, TagRow, TaskRow } from '../schema.
 import type { Executor } from './executor.js';
 import { containsInsensitive } from './sql-helpers.js';
 
+/** 1 when the member (`idColumn`, a trusted column name) is in the channel, else 0 (no channel: 0). */
+const inChannel = (channelId: string | null, type: 'user' | 'bot', idColumn: string) =>
+  sql<number>`case when exists (select 1 from channel_members cm where cm.channel_id = ${channelId} and cm.member_type = ${type} and cm.member_id = ${sql.ref(idColumn)}) then 1 else 0 end`;
+
 export interface MentionUser {
   id: string;
   display_name: string;
@@ -42,9 +46,7 @@ export class DirectoryStore {
         'users.email',
         'users.role',
         'departments.name as department',
-        sql<number>`case when exists (select 1 from channel_members cm where cm.channel_id = ${channelId} and cm.member_type = 'user' and cm.member_id = users.id) then 1 else 0 end`.as(
-          'in_channel',
-        ),
+        inChannel(channelId, 'user', 'users.id').as('in_channel'),
       ])
       .where('users.org_id', '=', orgId)
       .where('users.status', '=', 'active')
@@ -70,9 +72,7 @@ export class DirectoryStore {
         'bots.name',
         'bots.type',
         'bots.description',
-        sql<number>`case when exists (select 1 from channel_members cm where cm.channel_id = ${channelId} and cm.member_type = 'bot' and cm.member_id = bots.id) then 1 else 0 end`.as(
-          'in_channel',
-        ),
+        inChannel(channelId, 'bot', 'bots.id').as('in_channel'),
       ])
       .where('bots.deleted_at', 'is', null)
       .where('bots.status', '=', 'active')
