@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import { withIdempotency } from '../../operations/idempotency.js';
 import type { z } from 'zod';
 import { AppError, isAppError } from '../../domain/errors.js';
 import { toolCallRecorder, type ToolCallOutcome } from '../../operations/audit/tool-calls.js';
@@ -27,6 +28,8 @@ export interface CallContext {
   requestId: string;
   log: Logger;
   inBatch: boolean;
+  /** The request's Idempotency-Key header (only for a single, non-batch message). */
+  idempotencyKey?: string | undefined;
   /** Called by a successful initialize with the negotiated version (the transport opens a session). */
   startSession(protocolVersion: string): void;
 }
@@ -135,6 +138,22 @@ const AUDIT_CODE: Record<number, string> = {
   [INTERNAL_ERROR]: 'internal',
 };
 
+/**
+ * The idempotency key of a call: `_meta.idempotency_key` in the call's params, else the HTTP
+ * Idempotency-Key header of a single (non-batch) request.
+ */
+function idempotencyKeyOf(params: Params, cc: CallContext): string | undefined {
+  const meta = (params as { _meta?: unknown })._meta;
+  const fromMeta =
+    meta !== null && typeof meta === 'object' ? (meta as Record<string, unknown>).idempotency_key : undefined;
+  if (fromMeta !== undefined && typeof fromMeta !== 'string') {
+    throw new AppError('invalid_input', '_meta.idempotency_key: must be a string', {
+      field: '_meta.idempotency_key',
+    });
+  }
+  return fromMeta ?? (cc.inBatch ? undefined : cc.idempotencyKey);
+}
+
 async function callTool(params: Params | undefined, cc: CallContext): Promise<string> {
   const started = performance.now();
   const name = params?.name;
@@ -167,7 +186,14 @@ async function callTool(params: Params | undefined, cc: CallContext): Promise<st
       }
       throw new RpcError(INVALID_PARAMS, `Invalid arguments for tool ${name}: ${message}`, { field });
     }
-    const value = await tool.op.run(opContext(cc), parsed.data);
+    const key = tool.creates ? idempotencyKeyOf(params!, cc) : undefined;
+    const { body: value } = await withIdempotency(
+      cc.services,
+      cc.actor,
+      key,
+      { operation: tool.op.name, input: args },
+      async () => ({ status: 200, body: await tool.op.run(opContext(cc), parsed.data) }),
+    );
     return toolResult(tool.text(value, parsed.data as Record<string, unknown>), false);
   } catch (err) {
     if (err instanceof RpcError) {

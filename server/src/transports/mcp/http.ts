@@ -207,6 +207,7 @@ export class McpEndpoint {
         return rc.log; // made only when something logs
       },
       inBatch: batch,
+      idempotencyKey: header(rc.req.headers, 'idempotency-key'),
       startSession: (version) => {
         if (!this.sessions) return;
         session = this.sessions.create(actor.botId, version);

@@ -19,6 +19,8 @@ export interface Tool {
   description: string;
   annotations: { title: string; readOnlyHint: boolean; destructiveHint?: boolean; idempotentHint?: boolean };
   text(result: unknown, args: Record<string, unknown>): string;
+  /** Creates something: honors an idempotency key (see docs/MCP.md, "Idempotency"). */
+  creates?: boolean;
 }
 
 type Items<T> = { items: T[] };
@@ -34,6 +36,7 @@ export const TOOLS: readonly Tool[] = [
   {
     name: 'send_message',
     op: sendMessage as Operation,
+    creates: true,
     description:
       'Post a Markdown message as this bot. Give `content` and exactly one target: `channel_id`, `topic_id` or `dm_room_id` (the bot must be a member; find ids with list_channels or search). Content is at most 50,000 characters. Returns the new message_id. Requires scope messages:write.',
     annotations: {
@@ -63,6 +66,7 @@ export const TOOLS: readonly Tool[] = [
   {
     name: 'create_task',
     op: createTask as Operation,
+    creates: true,
     description:
       'Create a task in a topic (`topic_id`, from list_channels) with a `title`; optional `description`, `priority` (low, medium, high, urgent; default medium), `assignee_id` (a user id from list_users or get_user_info) and `due_date` (YYYY-MM-DD). New tasks start with status todo. Returns the task_id. Requires scope tasks:write.',
     annotations: {
