@@ -5,7 +5,14 @@ import type { Route } from '../types.js';
 
 /** Tasks, search and the container listing: the REST twins of the MCP task, search and list_channels tools. */
 export const taskRoutes: Route[] = [
-  { method: 'POST', path: '/api/topics/{topicId}/tasks', op: createTask, status: 201, idempotent: true, tags: ['tasks'] },
+  {
+    method: 'POST',
+    path: '/api/topics/{topicId}/tasks',
+    op: createTask,
+    status: 201,
+    idempotent: true,
+    tags: ['tasks'],
+  },
   { method: 'GET', path: '/api/topics/{topicId}/tasks', op: listTasks, tags: ['tasks'] },
   { method: 'GET', path: '/api/tasks/{taskId}', op: getTask, tags: ['tasks'] },
   { method: 'PATCH', path: '/api/tasks/{taskId}', op: updateTask, tags: ['tasks'] },
