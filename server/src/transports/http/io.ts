@@ -3,20 +3,33 @@ import { AppError } from '../../domain/errors.js';
 
 const JSON_TYPE = /^application\/(?:[\w.+-]*\+)?json\b/i;
 
+/** application/json or any `+json` type. */
+export const isJsonContentType = (type: string): boolean => JSON_TYPE.test(type);
+
+/** Answers an already-serialized body, never cached. */
+export function sendText(
+  res: ServerResponse,
+  status: number,
+  text: string,
+  contentType: string,
+  headers: Record<string, string | number> = {},
+): void {
+  res.writeHead(status, {
+    'content-type': contentType,
+    'content-length': Buffer.byteLength(text),
+    'cache-control': 'no-store',
+    ...headers,
+  });
+  res.end(text);
+}
+
 export function sendJson(
   res: ServerResponse,
   status: number,
   body: unknown,
   headers: Record<string, string | number> = {},
 ): void {
-  const text = JSON.stringify(body);
-  res.writeHead(status, {
-    'content-type': 'application/json; charset=utf-8',
-    'content-length': Buffer.byteLength(text),
-    'cache-control': 'no-store',
-    ...headers,
-  });
-  res.end(text);
+  sendText(res, status, JSON.stringify(body), 'application/json; charset=utf-8', headers);
 }
 
 /** Reads the raw body up to `maxBytes`; a larger one answers 413 without reading further. */
@@ -56,7 +69,7 @@ export async function readJsonObject(
   const raw = await readBody(req, maxBytes);
   if (raw.length === 0) return {};
   const type = req.headers['content-type'];
-  if (type !== undefined && !JSON_TYPE.test(type)) {
+  if (type !== undefined && !isJsonContentType(type)) {
     throw new AppError('unsupported_media_type', `Content-Type must be application/json, not ${type}`);
   }
   let value: unknown;

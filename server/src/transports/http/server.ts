@@ -58,23 +58,19 @@ async function runOpRoute(rc: RequestContext, route: OpRoute): Promise<void> {
   for (const [name, value] of Object.entries(rc.params))
     input[route.params?.[name] ?? camelToSnake(name)] = value;
   const ctx = { actor, services: rc.services, requestId: rc.requestId };
-  if (route.idempotent) {
-    const key = rc.req.headers['idempotency-key'];
-    const r = await withIdempotency(
-      rc.services,
-      actor,
-      typeof key === 'string' ? key : undefined,
-      { operation: op.name, input },
-      async () => {
-        const result = await runOperation(op, ctx, input);
-        return { status: route.statusOf?.(result) ?? route.status ?? 200, body: result };
-      },
-    );
-    sendJson(rc.res, r.status, r.body, r.replayed ? { 'idempotent-replayed': 'true' } : {});
-    return;
-  }
-  const result = await runOperation(op, ctx, input);
-  sendJson(rc.res, route.statusOf?.(result) ?? route.status ?? 200, result);
+  // Without a key (or on a route that takes none) withIdempotency simply runs the operation.
+  const key = route.idempotent ? rc.req.headers['idempotency-key'] : undefined;
+  const r = await withIdempotency(
+    rc.services,
+    actor,
+    typeof key === 'string' ? key : undefined,
+    { operation: op.name, input },
+    async () => {
+      const result = await runOperation(op, ctx, input);
+      return { status: route.statusOf?.(result) ?? route.status ?? 200, body: result };
+    },
+  );
+  sendJson(rc.res, r.status, r.body, r.replayed ? { 'idempotent-replayed': 'true' } : {});
 }
 
 export interface HttpHandler {

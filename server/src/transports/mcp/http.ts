@@ -5,7 +5,7 @@ import { looksLikeBotKey } from '../../domain/secrets.js';
 import { toolCallRecorder } from '../../operations/audit/tool-calls.js';
 import { authenticateBotKey, bearerCredential } from '../../operations/auth/authenticate.js';
 import type { BotActor, Services } from '../../operations/context.js';
-import { readBody } from '../http/io.js';
+import { isJsonContentType, readBody, sendText } from '../http/io.js';
 import { enforceRateLimit } from '../http/rate-limit.js';
 import type { RequestContext } from '../http/types.js';
 import { dispatch, rpcErrorOf, type CallContext } from './handler.js';
@@ -23,18 +23,10 @@ import {
 import { SessionStore, type McpSession } from './session.js';
 import { SSE_HEADERS, sseEvent, SseStream } from './sse.js';
 
-const JSON_TYPE = /^application\/(?:[\w.+-]*\+)?json\b/i;
 const LOOPBACK = new Set(['localhost', '127.0.0.1', '[::1]']);
 
-function send(res: ServerResponse, status: number, body: string, headers: Record<string, string> = {}): void {
-  res.writeHead(status, {
-    'content-type': 'application/json',
-    'content-length': Buffer.byteLength(body),
-    'cache-control': 'no-store',
-    ...headers,
-  });
-  res.end(body);
-}
+const send = (res: ServerResponse, status: number, body: string, headers: Record<string, string> = {}) =>
+  sendText(res, status, body, 'application/json', headers);
 
 const refuse = (res: ServerResponse, status: number, message: string, headers: Record<string, string> = {}) =>
   send(res, status, errorResponse(null, status === 401 ? UNAUTHORIZED : TRANSPORT_ERROR, message), headers);
@@ -150,7 +142,7 @@ export class McpEndpoint {
     const actor = await this.#admit(rc);
     if (!actor) return;
     const type = req.headers['content-type'];
-    if (type !== undefined && !JSON_TYPE.test(type)) {
+    if (type !== undefined && !isJsonContentType(type)) {
       return refuse(res, 415, 'Unsupported Media Type: Content-Type must be application/json');
     }
     const pref = acceptPrefs(req.headers.accept);
