@@ -38,15 +38,13 @@ export function openSqlite(file: string): DatabaseHandle {
   // Reads through a memory map instead of read() calls into the page cache.
   raw.pragma('mmap_size = 268435456');
   let checkpointer: Checkpointer | undefined;
+  let reader: BetterSqlite3.Database | undefined;
   if (file !== ':memory:') {
     raw.pragma('wal_autocheckpoint = 0');
     checkpointer = startCheckpointer(file, 500, () => {
       // Without the worker, fall back to SQLite's own checkpoints on the request path.
       if (raw.open) raw.pragma('wal_autocheckpoint = 1000');
     });
-  }
-  let reader: BetterSqlite3.Database | undefined;
-  if (file !== ':memory:') {
     reader = new BetterSqlite3(file, { readonly: true });
     reader.pragma('busy_timeout = 5000');
     reader.pragma('mmap_size = 268435456');

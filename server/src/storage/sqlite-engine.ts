@@ -30,7 +30,7 @@ export class SqliteEngine {
   /**
    * @param raw the one writer connection
    * @param reader a read-only connection to the same file: in WAL mode it reads the last committed
-   *   state while the writer is inside a transaction, so reads outside transactions never wait.
+   *   state while the writer is inside a transaction, so a read need not wait for it (see runNow).
    */
   constructor(
     readonly raw: BetterSqlite3.Database,
@@ -47,7 +47,7 @@ export class SqliteEngine {
     return { rows: cached(this.#readStatements, this.reader, text).all(parameters) as R[] };
   }
 
-  /** Runs one statement synchronously. The caller must own the connection (see `canRunNow`). */
+  /** Runs one statement synchronously. The caller must own the connection (see `runNow`). */
   run<R>(text: string, parameters: readonly unknown[]): QueryResult<R> {
     const stmt = this.statement(text);
     if (stmt.reader) return { rows: stmt.all(parameters) as R[] };

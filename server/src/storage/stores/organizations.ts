@@ -1,7 +1,6 @@
 import type { DepartmentRow, OrganizationRow } from '../schema.js';
 import type { Executor } from './executor.js';
 import { newId, nowIso } from '../../domain/ids.js';
-import { containsInsensitive } from './sql-helpers.js';
 
 export class OrganizationStore {
   constructor(private readonly db: Executor) {}
@@ -48,17 +47,5 @@ export class OrganizationStore {
       .where('org_id', '=', orgId)
       .where('name', '=', name)
       .executeTakeFirst();
-  }
-
-  /** Departments whose name contains `q` (case-insensitive), for mentions. */
-  searchDepartments(orgId: string, q: string, limit: number): Promise<DepartmentRow[]> {
-    return this.db
-      .selectFrom('departments')
-      .selectAll()
-      .where('org_id', '=', orgId)
-      .where(containsInsensitive('name', q))
-      .orderBy('name')
-      .limit(limit)
-      .execute();
   }
 }

@@ -12,7 +12,3 @@ export function escapeLike(s: string): string {
 export function containsInsensitive(column: string, q: string): RawBuilder<boolean> {
   return sql<boolean>`lower(${sql.ref(column)}) like ${`%${escapeLike(q.toLowerCase())}%`} escape '\\'`;
 }
-
-export function startsWithInsensitive(column: string, q: string): RawBuilder<boolean> {
-  return sql<boolean>`lower(${sql.ref(column)}) like ${`${escapeLike(q.toLowerCase())}%`} escape '\\'`;
-}
