@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { webhookSecretOf } from '../src/operations/bots/keys.js';
 import { expectStatus } from './helpers/client.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
 import { uniq, World } from './helpers/world.js';
@@ -135,6 +136,11 @@ describe('roles and bot management rules', () => {
     expect(s2.secret).not.toBe(s1.secret);
     const view = expectStatus(await w.admin.api.get(`/api/bots/${bot.bot_id}`), 200);
     expect(JSON.stringify(view)).not.toContain(s2.secret.slice(6, 20));
+    // At rest it is encrypted, and it reads back as the latest one (what the webhook signer will use).
+    const stored = await srv.app.services.storage.stores.bots.getWebhookSecret(bot.bot_id);
+    expect(stored?.secret_encrypted).toMatch(/^v1:/);
+    expect(stored?.secret_encrypted).not.toContain(s2.secret.slice(6));
+    expect(await webhookSecretOf(srv.app.services, bot.bot_id)).toBe(s2.secret);
   });
 
   it('deleting a bot kills its keys at once', async () => {
