@@ -22,6 +22,7 @@ export default tseslint.config(
       '**/node_modules/**',
       '**/dist/**',
       'data/**',
+      'bench/_*/**', // local scratch, not committed
       'coverage/**',
       'sdks/python/**',
       'server/src/web/static/**',

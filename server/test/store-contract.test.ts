@@ -303,6 +303,28 @@ describe(`store contract (${process.env.DATABASE_URL ? 'postgres' : 'sqlite'})`,
     expect(typeof after[0]!.seq).toBe('number');
   });
 
+  it('concurrent transactions: each commits or fails on its own, and is readable once it resolves', async () => {
+    const c = await channel();
+    const results = await Promise.allSettled(
+      Array.from({ length: 12 }, (_, i) =>
+        storage.transaction(async (s) => {
+          const m = message(c.id, { content: `concurrent ${i}` });
+          await s.messages.insert(m);
+          if (i % 4 === 3) throw new Error(`boom ${i}`);
+          return m.id;
+        }),
+      ),
+    );
+    expect(results.filter((r) => r.status === 'rejected')).toHaveLength(3);
+    for (const r of results) {
+      if (r.status === 'fulfilled') expect(await storage.stores.messages.get(r.value)).toBeDefined();
+    }
+    const kept = await storage.stores.messages.listInContainer({ kind: 'channel', id: c.id }, 100);
+    expect(kept.map((m) => m.content).sort()).toEqual(
+      [0, 1, 2, 4, 5, 6, 8, 9, 10].map((i) => `concurrent ${i}`).sort(),
+    );
+  });
+
   it('bot keys: lookup by hash, usage adds up, revocation reported once', async () => {
     const now = nowIso();
     const bot = {

@@ -1,6 +1,6 @@
 import type BetterSqlite3 from 'better-sqlite3';
 import {
-  CompiledQuery,
+  type CompiledQuery,
   SelectQueryNode,
   SqliteAdapter,
   SqliteIntrospector,
@@ -14,11 +14,24 @@ import {
 } from 'kysely';
 
 /**
- * Our SQLite driver for Kysely. Like Kysely's own, it has one connection guarded by a mutex (SQLite
- * has one writer, and a transaction owns the connection until it ends). Unlike it, the lock state is
- * visible, so that `prepared` statements on the request path can run synchronously — without Kysely's
- * promise chain — whenever that is safe: the connection is free, or the caller is the transaction that
- * holds it. Statements are prepared once per SQL text and reused.
+ * Our SQLite driver for Kysely, built around one writer connection and **group commit**.
+ *
+ * Why: with WAL and synchronous=NORMAL, the cost of a small write transaction is its commit (every
+ * page it touched is appended to the WAL, with a lock round trip), not its statements. Consecutive
+ * messages land on the same b-tree leaves, so committing a group of transactions at once writes those
+ * pages once for all of them.
+ *
+ * How: a write transaction (`engineTransaction`) runs as a SAVEPOINT inside an open group transaction
+ * and, once released, waits for the group's COMMIT, which runs when the event loop has handled the
+ * I/O that was ready (setImmediate): every transaction that finished in that turn shares one commit.
+ * Nobody is answered before their commit: a transaction's promise resolves only after it, and if the
+ * commit fails, every transaction of the group fails. Reads outside a transaction never see the
+ * uncommitted group: while one is open they run on a second, read-only connection that sees the last
+ * commit (WAL lets it read while the writer writes).
+ *
+ * The writer is guarded by a FIFO lock (a transaction owns it until it ends), visible so that
+ * `prepared` statements on the request path can run synchronously without Kysely's promise chain
+ * whenever that is safe. Statements are prepared once per SQL text and reused.
  */
 export class SqliteEngine {
   readonly #statements = new Map<string, BetterSqlite3.Statement>();
@@ -26,11 +39,19 @@ export class SqliteEngine {
   #locked = false;
   /** Waiters in arrival order; unlock hands the connection to the first (no wake-everyone herd). */
   readonly #waiters: (() => void)[] = [];
+  /** The open group transaction, if any. */
+  #group: Group | undefined;
+  /** Commits of group transactions so far (for tests and diagnostics). */
+  groupCommits = 0;
+  /** A transaction (savepoint) is in progress on the writer. */
+  #inTransaction = false;
+  /** The group's commit came due while a transaction was in progress: commit when it ends. */
+  #commitWhenDone = false;
 
   /**
    * @param raw the one writer connection
-   * @param reader a read-only connection to the same file: in WAL mode it reads the last committed
-   *   state while the writer is inside a transaction, so a read need not wait for it (see runNow).
+   * @param reader a read-only connection to the same file, for reads outside transactions while a
+   *   group is open (without one, such a read commits the group first).
    */
   constructor(
     readonly raw: BetterSqlite3.Database,
@@ -41,19 +62,127 @@ export class SqliteEngine {
     return cached(this.#statements, this.raw, text);
   }
 
-  /** Runs a read-only statement on the reader connection (committed data only); undefined if it is not one. */
-  readCommitted<R>(text: string, parameters: readonly unknown[]): QueryResult<R> | undefined {
-    if (!this.reader || !this.statement(text).reader) return undefined;
-    return { rows: cached(this.#readStatements, this.reader, text).all(parameters) as R[] };
-  }
-
-  /** Runs one statement synchronously. The caller must own the connection (see `runNow`). */
+  /** Runs one statement synchronously on the writer. The caller must own the connection. */
   run<R>(text: string, parameters: readonly unknown[]): QueryResult<R> {
     const stmt = this.statement(text);
     if (stmt.reader) return { rows: stmt.all(parameters) as R[] };
     const { changes, lastInsertRowid } = stmt.run(parameters);
     return { numAffectedRows: BigInt(changes), insertId: BigInt(lastInsertRowid), rows: [] };
   }
+
+  /**
+   * Runs a statement that is not part of a transaction, now: a read sees committed data only; a write
+   * joins the open group and its promise resolves after the group's commit. The connection must be free
+   * or owned by the caller's (non-transaction) statement.
+   */
+  runOutsideTransaction<R>(
+    text: string,
+    parameters: readonly unknown[],
+  ): QueryResult<R> | Promise<QueryResult<R>> {
+    const stmt = this.statement(text);
+    if (stmt.reader) {
+      if (!this.#group) return { rows: stmt.all(parameters) as R[] };
+      if (this.reader)
+        return { rows: cached(this.#readStatements, this.reader, text).all(parameters) as R[] };
+      this.commitGroup(); // no reader (in-memory database): commit first, then read
+      return { rows: stmt.all(parameters) as R[] };
+    }
+    const group = this.#joinGroup();
+    try {
+      const result = this.run<R>(text, parameters);
+      return group.committed.then(() => result);
+    } catch (err) {
+      this.#checkGroupAlive();
+      throw err;
+    }
+  }
+
+  /** Whether a statement is a read-only one that may run on the reader while a transaction is in progress. */
+  readCommitted<R>(text: string, parameters: readonly unknown[]): QueryResult<R> | undefined {
+    if (!this.reader || !this.statement(text).reader) return undefined;
+    return { rows: cached(this.#readStatements, this.reader, text).all(parameters) as R[] };
+  }
+
+  // --- transactions and group commit ---
+
+  /** Starts a transaction (a savepoint in the open group); returns its group. The caller holds the lock. */
+  beginTransaction(): Group {
+    const group = this.#joinGroup();
+    this.raw.prepare('savepoint wr_tx').run();
+    this.#inTransaction = true;
+    return group;
+  }
+
+  /** Ends the transaction begun by `beginTransaction`: keeps its changes in the group, or undoes them. */
+  endTransaction(keep: boolean): void {
+    this.#inTransaction = false;
+    if (!this.raw.inTransaction) {
+      this.#commitWhenDone = false;
+      // SQLite rolled back the whole group (e.g. disk full): nobody in it may be told it committed.
+      this.#checkGroupAlive();
+      return;
+    }
+    if (!keep) this.statement('rollback to wr_tx').run();
+    this.statement('release wr_tx').run();
+    if (this.#commitWhenDone) {
+      this.#commitWhenDone = false;
+      this.commitGroup();
+    }
+  }
+
+  /** A plain transaction outside group commit (Kysely's own `transaction()`, used by migrations). */
+  beginPlainTransaction(): void {
+    this.commitGroup();
+    this.statement('begin').run();
+    this.#inTransaction = true;
+  }
+
+  endPlainTransaction(commit: boolean): void {
+    this.#inTransaction = false;
+    if (this.raw.inTransaction) this.statement(commit ? 'commit' : 'rollback').run();
+  }
+
+  get inTransaction(): boolean {
+    return this.#inTransaction;
+  }
+
+  /** Commits the open group now; every transaction in it is told the outcome. Not inside a transaction. */
+  commitGroup(): void {
+    const group = this.#group;
+    if (!group) return;
+    this.#group = undefined;
+    try {
+      if (!this.raw.inTransaction) throw new Error('the group transaction was rolled back by SQLite');
+      this.statement('commit').run();
+      this.groupCommits++;
+      group.resolve();
+    } catch (err) {
+      if (this.raw.inTransaction) this.statement('rollback').run();
+      group.reject(err);
+    }
+  }
+
+  #joinGroup(): Group {
+    this.#checkGroupAlive();
+    if (this.#group) return this.#group;
+    this.statement('begin').run();
+    const group = new Group();
+    this.#group = group;
+    setImmediate(() => {
+      if (this.#group !== group) return;
+      // A transaction in progress (awaiting something mid-way) is part of the group: commit after it.
+      if (this.#inTransaction) this.#commitWhenDone = true;
+      else this.commitGroup();
+    });
+    return group;
+  }
+
+  /** If SQLite ended the group's transaction on its own (after an I/O error), fails the group. */
+  #checkGroupAlive(): void {
+    if (this.#group && !this.raw.inTransaction) this.commitGroup();
+  }
+
+  // --- the writer lock ---
 
   get locked(): boolean {
     return this.#locked;
@@ -75,6 +204,19 @@ export class SqliteEngine {
   }
 }
 
+/** A group transaction: the commit its members wait for. */
+class Group {
+  resolve!: () => void;
+  reject!: (err: unknown) => void;
+  readonly committed = new Promise<void>((resolve, reject) => {
+    this.resolve = resolve;
+    this.reject = reject;
+  });
+  constructor() {
+    this.committed.catch(() => {}); // members see the failure; an unwatched group is not an unhandled rejection
+  }
+}
+
 function cached(cache: Map<string, BetterSqlite3.Statement>, db: BetterSqlite3.Database, text: string) {
   let stmt = cache.get(text);
   if (!stmt) {
@@ -89,11 +231,14 @@ class EngineConnection implements DatabaseConnection {
   constructor(private readonly engine: SqliteEngine) {}
 
   executeQuery<R>(q: CompiledQuery): Promise<QueryResult<R>> {
-    return Promise.resolve(this.engine.run<R>(q.sql, q.parameters));
+    const { engine } = this;
+    if (engine.inTransaction) return Promise.resolve(engine.run<R>(q.sql, q.parameters));
+    return Promise.resolve(engine.runOutsideTransaction<R>(q.sql, q.parameters));
   }
 
   async *streamQuery<R>(q: CompiledQuery): AsyncIterableIterator<QueryResult<R>> {
     if (!SelectQueryNode.is(q.query)) throw new Error('SQLite streams only select queries');
+    if (!this.engine.inTransaction) this.engine.commitGroup();
     for (const row of this.engine.statement(q.sql).iterate(q.parameters)) yield { rows: [row as R] };
   }
 }
@@ -108,19 +253,20 @@ class EngineDriver implements Driver {
     await this.engine.lock();
     return this.#connection;
   }
-  async beginTransaction(c: DatabaseConnection): Promise<void> {
-    await c.executeQuery(CompiledQuery.raw('begin'));
+  async beginTransaction(): Promise<void> {
+    this.engine.beginPlainTransaction();
   }
-  async commitTransaction(c: DatabaseConnection): Promise<void> {
-    await c.executeQuery(CompiledQuery.raw('commit'));
+  async commitTransaction(): Promise<void> {
+    this.engine.endPlainTransaction(true);
   }
-  async rollbackTransaction(c: DatabaseConnection): Promise<void> {
-    await c.executeQuery(CompiledQuery.raw('rollback'));
+  async rollbackTransaction(): Promise<void> {
+    this.engine.endPlainTransaction(false);
   }
   async releaseConnection(): Promise<void> {
     this.engine.unlock();
   }
   async destroy(): Promise<void> {
+    this.engine.commitGroup();
     this.engine.reader?.close();
     this.engine.raw.close();
   }
@@ -146,44 +292,48 @@ export function engineDialect(engine: SqliteEngine): Dialect {
 
 /**
  * Runs a prepared statement at once, without Kysely's promise chain, when that is safe: inside the
- * transaction that holds the connection, or when the connection is free; a read while another
- * transaction holds it runs on the reader connection (committed data, no waiting). Undefined: not
- * ours to run now, go through Kysely (which waits for the connection).
+ * transaction that holds the connection, or when the connection is free (a write then joins the group
+ * and the promise resolves after its commit); a read while a transaction holds the writer runs on the
+ * reader connection (committed data, no waiting). Undefined: not ours to run now, go through Kysely
+ * (which waits for the connection).
  */
 export function runNow<R>(
   db: Kysely<unknown>,
   text: string,
   parameters: readonly unknown[],
-): QueryResult<R> | undefined {
+): QueryResult<R> | Promise<QueryResult<R>> | undefined {
   const engine = ENGINES.get(db.getExecutor().adapter);
   if (!engine) return undefined;
-  if (HOLDERS.has(db) || !engine.locked) return engine.run<R>(text, parameters);
-  // The writer is inside someone's transaction: a read goes to the reader instead of waiting. (Not
-  // first choice: the reader's page cache is dropped whenever the writer commits.)
+  if (HOLDERS.has(db)) return engine.run<R>(text, parameters);
+  if (!engine.locked) return engine.runOutsideTransaction<R>(text, parameters);
   return engine.readCommitted<R>(text, parameters);
 }
 
 /**
- * A transaction on our engine: holds the connection for `fn`, with begin/commit/rollback run directly
- * and the bound Kysely instance marked as the holder (so prepared statements inside run synchronously).
+ * A transaction on our engine: holds the writer for `fn` as a savepoint of the open group, with the
+ * bound Kysely instance marked as the holder (so prepared statements inside run synchronously), then
+ * resolves once the group has committed (or rejects if it could not).
  */
-export function engineTransaction<DB, T>(
+export async function engineTransaction<DB, T>(
   db: Kysely<DB>,
   engine: SqliteEngine,
   fn: (trx: Kysely<DB>) => Promise<T>,
 ): Promise<T> {
-  return db.connection().execute(async (conn) => {
+  let group: { committed: Promise<void> } | undefined;
+  const result = await db.connection().execute(async (conn) => {
     HOLDERS.add(conn);
-    engine.run('begin', []);
+    group = engine.beginTransaction();
     try {
-      const result = await fn(conn);
-      engine.run('commit', []);
-      return result;
+      const value = await fn(conn);
+      engine.endTransaction(true);
+      return value;
     } catch (err) {
-      if (engine.raw.inTransaction) engine.run('rollback', []);
+      engine.endTransaction(false);
       throw err;
     } finally {
       HOLDERS.delete(conn);
     }
   });
+  await group!.committed;
+  return result;
 }

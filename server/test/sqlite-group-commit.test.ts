@@ -1,0 +1,132 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import BetterSqlite3 from 'better-sqlite3';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { newId, nowIso } from '../src/domain/ids.js';
+import { openSqlite, type DatabaseHandle } from '../src/storage/database.js';
+import type { SqliteEngine } from '../src/storage/sqlite-engine.js';
+import { Storage } from '../src/storage/storage.js';
+
+/**
+ * The SQLite engine's group commit (see storage/sqlite-engine.ts): transactions that finish in the same
+ * event-loop turn share one COMMIT, nobody is answered before it, and the uncommitted group is never
+ * visible outside it.
+ */
+describe.skipIf(Boolean(process.env.DATABASE_URL))('SQLite group commit', () => {
+  let dir: string;
+  let file: string;
+  let handle: DatabaseHandle;
+  let engine: SqliteEngine;
+  let storage: Storage;
+  let orgId: string;
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'workroom-group-'));
+    file = join(dir, 'test.db');
+    handle = openSqlite(file);
+    engine = handle.sqlite!;
+    storage = new Storage(handle);
+    await storage.migrate();
+    orgId = (await storage.stores.orgs.create('Acme')).id;
+    // A table whose foreign key is checked only at COMMIT: the one way to make a commit fail on demand.
+    engine.raw.exec(`create table gc_parent (id text primary key);
+      create table gc_child (id text primary key, parent_id text references gc_parent (id) deferrable initially deferred)`);
+  });
+  afterAll(async () => {
+    await storage.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  /** What another process would see: a fresh connection to the file. */
+  const outsider = (sqlText: string, ...params: unknown[]) => {
+    const db = new BetterSqlite3(file, { readonly: true });
+    try {
+      return db.prepare(sqlText).all(...params);
+    } finally {
+      db.close();
+    }
+  };
+
+  const appendEvent = (name: string) =>
+    storage.transaction(async (s) => {
+      const now = nowIso();
+      await s.events.append([
+        { id: newId(), org_id: orgId, type: 'message.created', data: name, created_at: now },
+      ]);
+      return name;
+    });
+
+  it('transactions finishing in one turn share a commit; each resolves only once it is durable', async () => {
+    const before = engine.groupCommits;
+    const names = Array.from({ length: 20 }, (_, i) => `group-${i}-${newId()}`);
+    let resolved = 0;
+    await Promise.all(
+      names.map((n) =>
+        appendEvent(n).then(() => {
+          // At the moment it resolves, another connection already sees it.
+          expect(outsider('select seq from events where data = ?', n)).toHaveLength(1);
+          resolved++;
+        }),
+      ),
+    );
+    expect(resolved).toBe(20);
+    const commits = engine.groupCommits - before;
+    expect(commits).toBeGreaterThanOrEqual(1);
+    expect(commits).toBeLessThan(20);
+  });
+
+  it('a failing transaction in a group undoes only its own changes', async () => {
+    const ok = `kept-${newId()}`;
+    const results = await Promise.allSettled([
+      appendEvent(ok),
+      storage.transaction(async (s) => {
+        await s.events.append([
+          { id: newId(), org_id: orgId, type: 'message.created', data: 'undone', created_at: nowIso() },
+        ]);
+        throw new Error('boom');
+      }),
+    ]);
+    expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected']);
+    expect(outsider('select seq from events where data = ?', ok)).toHaveLength(1);
+    expect(outsider("select seq from events where data = 'undone'")).toHaveLength(0);
+  });
+
+  it('the open group is invisible to reads outside it and to other connections until it commits', () => {
+    const id = newId();
+    engine.beginTransaction();
+    engine.run('insert into gc_parent (id) values (?)', [id]);
+    engine.endTransaction(true);
+    // Released into the group, not committed yet.
+    expect(engine.runOutsideTransaction('select id from gc_parent where id = ?', [id])).toEqual({ rows: [] });
+    expect(outsider('select id from gc_parent where id = ?', id)).toEqual([]);
+    engine.commitGroup();
+    expect(outsider('select id from gc_parent where id = ?', id)).toEqual([{ id }]);
+  });
+
+  it('when the commit fails, every transaction of the group fails and none of it is kept', async () => {
+    const good = newId();
+    const orphan = newId();
+    const results = await Promise.allSettled([
+      storage.transaction(async () => {
+        engine.run('insert into gc_parent (id) values (?)', [good]);
+      }),
+      storage.transaction(async () => {
+        engine.run('insert into gc_child (id, parent_id) values (?, ?)', [orphan, 'missing']);
+      }),
+    ]);
+    expect(results.map((r) => r.status)).toEqual(['rejected', 'rejected']);
+    expect(outsider('select id from gc_parent where id = ?', good)).toEqual([]);
+    expect(outsider('select id from gc_child where id = ?', orphan)).toEqual([]);
+    // The engine goes on: the next transaction commits.
+    const next = `after-${newId()}`;
+    await appendEvent(next);
+    expect(outsider('select seq from events where data = ?', next)).toHaveLength(1);
+  });
+
+  it('a write outside a transaction resolves after its commit', async () => {
+    const name = `standalone-${newId()}`;
+    const org = await storage.stores.orgs.create(name);
+    expect(outsider('select id from organizations where id = ?', org.id)).toEqual([{ id: org.id }]);
+  });
+});
