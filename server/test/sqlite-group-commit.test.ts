@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
@@ -128,5 +128,40 @@ describe.skipIf(Boolean(process.env.DATABASE_URL))('SQLite group commit', () => 
     const name = `standalone-${newId()}`;
     const org = await storage.stores.orgs.create(name);
     expect(outsider('select id from organizations where id = ?', org.id)).toEqual([{ id: org.id }]);
+  });
+});
+
+describe.skipIf(Boolean(process.env.DATABASE_URL))('SQLite WAL under sustained writes', () => {
+  it('stays bounded: the writer checkpoints between commits once the WAL outgrows its limit', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'workroom-wal-'));
+    const file = join(dir, 'test.db');
+    const limitBytes = 256 * 1024;
+    const storage = new Storage(openSqlite(file, { limitBytes, checkpointIntervalMs: 20 }));
+    try {
+      await storage.migrate();
+      const orgId = (await storage.stores.orgs.create('Acme')).id;
+      const data = 'x'.repeat(2000);
+      let largest = 0;
+      // About 12 MB of events, written without a pause, 8 transactions per turn.
+      for (let round = 0; round < 750; round++) {
+        await Promise.all(
+          Array.from({ length: 8 }, () =>
+            storage.transaction((s) =>
+              s.events.append([
+                { id: newId(), org_id: orgId, type: 'message.created', data, created_at: nowIso() },
+              ]),
+            ),
+          ),
+        );
+        largest = Math.max(largest, statSync(`${file}-wal`).size);
+      }
+      expect(await storage.stores.events.listAfter(0, 10)).toHaveLength(10);
+      // Without the writer's checkpoint the WAL would hold every frame written (more than 12 MB): the
+      // worker's own checkpoints never catch up with a writer that does not pause.
+      expect(largest).toBeLessThan(6 * 1024 * 1024);
+    } finally {
+      await storage.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

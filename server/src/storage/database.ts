@@ -28,7 +28,16 @@ const MIGRATIONS: Record<string, MigrationUp> = {
   '0001_initial': m0001.up,
 };
 
-export function openSqlite(file: string): DatabaseHandle {
+/** Above this size the WAL is checkpointed by the writer between commits, so that it starts over. */
+const WAL_LIMIT_BYTES = 64 * 1024 * 1024;
+
+export function openSqlite(
+  file: string,
+  wal: { limitBytes: number; checkpointIntervalMs: number } = {
+    limitBytes: WAL_LIMIT_BYTES,
+    checkpointIntervalMs: 500,
+  },
+): DatabaseHandle {
   if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true });
   const raw = new BetterSqlite3(file);
   raw.pragma('journal_mode = WAL');
@@ -37,14 +46,24 @@ export function openSqlite(file: string): DatabaseHandle {
   raw.pragma('busy_timeout = 5000');
   // Reads through a memory map instead of read() calls into the page cache.
   raw.pragma('mmap_size = 268435456');
+  // When the WAL starts over, its file is cut back to this size instead of keeping its high-water mark.
+  raw.pragma(`journal_size_limit = ${wal.limitBytes}`);
   let checkpointer: Checkpointer | undefined;
   let reader: BetterSqlite3.Database | undefined;
   if (file !== ':memory:') {
     raw.pragma('wal_autocheckpoint = 0');
-    checkpointer = startCheckpointer(file, 500, () => {
-      // Without the worker, fall back to SQLite's own checkpoints on the request path.
-      if (raw.open) raw.pragma('wal_autocheckpoint = 1000');
-    });
+    checkpointer = startCheckpointer(
+      file,
+      {
+        intervalMs: wal.checkpointIntervalMs,
+        walLimitBytes: wal.limitBytes,
+        onWalLarge: () => engine.checkpointSoon(),
+      },
+      () => {
+        // Without the worker, fall back to SQLite's own checkpoints on the request path.
+        if (raw.open) raw.pragma('wal_autocheckpoint = 1000');
+      },
+    );
     reader = new BetterSqlite3(file, { readonly: true });
     reader.pragma('busy_timeout = 5000');
     reader.pragma('mmap_size = 268435456');

@@ -45,6 +45,8 @@ export class SqliteEngine {
   groupCommits = 0;
   /** A transaction (savepoint) is in progress on the writer. */
   #inTransaction = false;
+  /** A checkpoint was asked for: run it after the next commit (or now, if nothing is open). */
+  #checkpointDue = false;
   /** The group's commit came due while a transaction was in progress: commit when it ends. */
   #commitWhenDone = false;
 
@@ -156,9 +158,28 @@ export class SqliteEngine {
       this.statement('commit').run();
       this.groupCommits++;
       group.resolve();
+      if (this.#checkpointDue) this.#checkpoint();
     } catch (err) {
       if (this.raw.inTransaction) this.statement('rollback').run();
       group.reject(err);
+    }
+  }
+
+  /**
+   * Asks for a checkpoint by the writer itself, between two commits: unlike the worker's, it cannot be
+   * overtaken by new commits, so it copies the whole WAL back and the next write starts the WAL over.
+   */
+  checkpointSoon(): void {
+    this.#checkpointDue = true;
+    if (!this.#group && !this.#inTransaction && this.raw.open) this.#checkpoint();
+  }
+
+  #checkpoint(): void {
+    this.#checkpointDue = false;
+    try {
+      this.raw.pragma('wal_checkpoint(PASSIVE)');
+    } catch {
+      // busy (the worker is checkpointing): it will ask again
     }
   }
 
