@@ -165,3 +165,21 @@ describe.skipIf(Boolean(process.env.DATABASE_URL))('SQLite WAL under sustained w
     }
   });
 });
+
+describe.skipIf(Boolean(process.env.DATABASE_URL))('SQLite rows', () => {
+  it('become objects keyed by column name, whatever the name, the last of a repeated name winning', async () => {
+    const handle = openSqlite(':memory:');
+    try {
+      const engine = handle.sqlite!;
+      const row = engine.run(`select 1 as "a""b", 'x' as "}; throw 1; //", null as n, 2 as d, 3 as d`, [])
+        .rows[0];
+      expect(row).toEqual({ 'a"b': 1, '}; throw 1; //': 'x', n: null, d: 3 });
+      expect(engine.run('select ? as v union all select ?', ['p', 'q']).rows).toEqual([
+        { v: 'p' },
+        { v: 'q' },
+      ]);
+    } finally {
+      await handle.close();
+    }
+  });
+});
