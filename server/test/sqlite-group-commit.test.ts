@@ -183,3 +183,56 @@ describe.skipIf(Boolean(process.env.DATABASE_URL))('SQLite rows', () => {
     }
   });
 });
+
+describe.skipIf(Boolean(process.env.DATABASE_URL))('SQLite committed-read cache', () => {
+  it('shares frozen rows, and a rolled-back transaction leaves cached results as they were', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'workroom-cache-'));
+    const handle = openSqlite(join(dir, 'test.db'));
+    const storage = new Storage(handle);
+    try {
+      await storage.migrate();
+      const org = await storage.stores.orgs.create('Acme');
+      const read = () =>
+        handle.sqlite!.runOutsideTransaction(
+          'select id, name from organizations where id = ?',
+          [org.id],
+          true,
+        ) as {
+          rows: { name: string }[];
+        };
+      const cached = read();
+      expect(read().rows).toBe(cached.rows); // the same result, shared
+      expect(Object.isFrozen(cached.rows) && Object.isFrozen(cached.rows[0])).toBe(true);
+      expect(() => {
+        cached.rows[0]!.name = 'changed';
+      }).toThrow(TypeError);
+      const now = nowIso();
+      const channelId = newId();
+      await storage.stores.containers.createChannel({
+        id: channelId,
+        org_id: org.id,
+        name: 'general',
+        description: '',
+        is_private: 0,
+        created_by: null,
+        created_at: now,
+        updated_at: now,
+      });
+      const who = { type: 'user' as const, id: newId() };
+      const first = await storage.stores.containers.getChannelFor(channelId, who);
+      expect(first?.is_member).toBe(false);
+      await storage
+        .transaction(async (s) => {
+          await s.containers.addMember('channel', channelId, who, now);
+          throw new Error('undo');
+        })
+        .catch(() => undefined);
+      expect((await storage.stores.containers.getChannelFor(channelId, who))?.is_member).toBe(false);
+      await storage.transaction((s) => s.containers.addMember('channel', channelId, who, now));
+      expect((await storage.stores.containers.getChannelFor(channelId, who))?.is_member).toBe(true);
+    } finally {
+      await storage.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});

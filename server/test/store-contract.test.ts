@@ -404,6 +404,49 @@ describe(`store contract (${process.env.DATABASE_URL ? 'postgres' : 'sqlite'})`,
     expect((await storage.stores.messages.get(m.id))?.content).toBe('in flight');
   });
 
+  it('repeated reads never answer stale or uncommitted data (SQLite caches committed reads)', async () => {
+    const c = await channel();
+    const ref = { kind: 'channel' as const, id: c.id };
+    const contents = async () =>
+      (await storage.stores.messages.listInContainer(ref, 10)).map((m) => m.content).sort();
+    expect(await contents()).toEqual([]);
+    expect(await contents()).toEqual([]); // the same read again (served from the cache on SQLite)
+
+    // A committed transaction is seen by the next read.
+    const m1 = message(c.id, { content: 'one' });
+    await storage.transaction((s) => s.messages.insert(m1));
+    expect(await contents()).toEqual(['one']);
+
+    // An open transaction is not seen, neither while it is open nor from a result cached meanwhile.
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    let inserted!: () => void;
+    const insertedP = new Promise<void>((r) => (inserted = r));
+    const tx = storage.transaction(async (s) => {
+      await s.messages.insert(message(c.id, { content: 'two' }));
+      // Inside the transaction its own write is seen.
+      expect((await s.messages.listInContainer(ref, 10)).map((m) => m.content).sort()).toEqual([
+        'one',
+        'two',
+      ]);
+      inserted();
+      await gate;
+    });
+    await insertedP;
+    try {
+      expect(await contents()).toEqual(['one']);
+      expect(await contents()).toEqual(['one']);
+    } finally {
+      release();
+      await tx;
+    }
+    expect(await contents()).toEqual(['one', 'two']);
+
+    // A write outside any transaction is seen too.
+    expect(await storage.stores.messages.softDelete(m1.id, nowIso())).toBe(true);
+    expect(await contents()).toEqual(['two']);
+  });
+
   it('health: ping answers', async () => {
     expect(await storage.ping()).toBe(true);
   });

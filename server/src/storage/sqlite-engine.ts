@@ -74,24 +74,29 @@ export class SqliteEngine {
 
   /**
    * Runs a statement that is not part of a transaction, now: a read sees committed data only; a write
-   * commits at once, or, if a group is open, joins it and its promise resolves after the group's commit. The connection must be free
-   * or owned by the caller's (non-transaction) statement.
+   * commits at once, or, if a group is open, joins it and its promise resolves after the group's
+   * commit. The connection must be free or owned by the caller's (non-transaction) statement.
+   * `cacheable` reads may be answered from the committed-read cache (see `#results`).
    */
   runOutsideTransaction<R>(
     text: string,
     parameters: readonly unknown[],
+    cacheable = false,
   ): QueryResult<R> | Promise<QueryResult<R>> {
     const stmt = this.statement(text);
     if (stmt.reader) {
-      if (!this.#group) return { rows: allRows<R>(stmt, parameters) };
-      if (this.reader)
-        return { rows: allRows<R>(cached(this.#readStatements, this.reader, text), parameters) };
-      this.commitGroup(); // no reader (in-memory database): commit first, then read
-      return { rows: allRows<R>(stmt, parameters) };
+      if (this.#group && !this.reader) this.commitGroup(); // no reader (in-memory database): commit first
+      return this.#readCommitted<R>(stmt, text, parameters, cacheable);
     }
     // No group open: commit on its own at once (holding the writer for one event-loop turn would send
     // every read of that turn to the reader). Otherwise join the group and resolve after its commit.
-    if (!this.#group) return this.run<R>(text, parameters);
+    if (!this.#group) {
+      try {
+        return this.run<R>(text, parameters);
+      } finally {
+        this.#results.clear();
+      }
+    }
     const group = this.#joinGroup();
     try {
       const result = this.run<R>(text, parameters);
@@ -102,10 +107,52 @@ export class SqliteEngine {
     }
   }
 
-  /** Whether a statement is a read-only one that may run on the reader while a transaction is in progress. */
-  readCommitted<R>(text: string, parameters: readonly unknown[]): QueryResult<R> | undefined {
-    if (!this.reader || !this.statement(text).reader) return undefined;
-    return { rows: allRows<R>(cached(this.#readStatements, this.reader, text), parameters) };
+  /**
+   * Runs a read while a transaction holds the writer: on the reader connection, which sees the last
+   * commit. Undefined when the statement is not a read (or there is no reader): it must wait its turn.
+   */
+  readCommitted<R>(
+    text: string,
+    parameters: readonly unknown[],
+    cacheable = false,
+  ): QueryResult<R> | undefined {
+    if (!this.reader) return undefined;
+    const stmt = this.statement(text);
+    if (!stmt.reader) return undefined;
+    return this.#readCommitted<R>(stmt, text, parameters, cacheable);
+  }
+
+  /**
+   * Committed-read cache: results of hot reads (the `prepared` statements on the request path: key
+   * lookup, container and membership, recent messages) made outside any transaction, keyed by SQL and
+   * parameters, and emptied by every commit on the writer — the only way the database changes while
+   * the server runs (one process owns a SQLite file; docs/ARCHITECTURE.md). So an entry is exactly what
+   * the query would return now. Rows are frozen: they are shared by every caller.
+   */
+  readonly #results = new Map<string, unknown[]>();
+
+  #readCommitted<R>(
+    stmt: BetterSqlite3.Statement,
+    text: string,
+    parameters: readonly unknown[],
+    cacheable: boolean,
+  ): QueryResult<R> {
+    // With a group open (uncommitted changes on the writer), committed data is on the reader.
+    const source =
+      this.#group || this.#inTransaction ? cached(this.#readStatements, this.reader!, text) : stmt;
+    if (!cacheable) return { rows: allRows<R>(source, parameters) };
+    const key = cacheKey(text, parameters);
+    let rows = this.#results.get(key) as R[] | undefined;
+    if (!rows) {
+      rows = allRows<R>(source, parameters);
+      if (rows.length <= CACHED_ROWS_MAX) {
+        for (const r of rows) Object.freeze(r);
+        Object.freeze(rows);
+        if (this.#results.size >= CACHED_RESULTS_MAX) this.#results.clear();
+        this.#results.set(key, rows);
+      }
+    }
+    return { rows };
   }
 
   // --- transactions and group commit ---
@@ -145,6 +192,7 @@ export class SqliteEngine {
   endPlainTransaction(commit: boolean): void {
     this.#inTransaction = false;
     if (this.raw.inTransaction) this.statement(commit ? 'commit' : 'rollback').run();
+    if (commit) this.#results.clear();
   }
 
   get inTransaction(): boolean {
@@ -159,6 +207,7 @@ export class SqliteEngine {
     try {
       if (!this.raw.inTransaction) throw new Error('the group transaction was rolled back by SQLite');
       this.statement('commit').run();
+      this.#results.clear();
       this.groupCommits++;
       group.resolve();
       if (this.#checkpointDue) this.#checkpoint();
@@ -255,6 +304,16 @@ function cached(cache: Map<string, BetterSqlite3.Statement>, db: BetterSqlite3.D
   return stmt;
 }
 
+const CACHED_RESULTS_MAX = 2000;
+const CACHED_ROWS_MAX = 100;
+
+/** Parameters are strings, numbers, bigints or null; the prefixes keep 1, '1' and null apart. */
+function cacheKey(text: string, parameters: readonly unknown[]): string {
+  let key = text;
+  for (const p of parameters) key += p === null ? '\u0001n' : `\u0001${typeof p}:${String(p)}`;
+  return key;
+}
+
 type RowBuilder = (values: unknown[]) => unknown;
 const ROW_BUILDERS = new WeakMap<BetterSqlite3.Statement, RowBuilder>();
 
@@ -347,19 +406,21 @@ export function engineDialect(engine: SqliteEngine): Dialect {
  * Runs a prepared statement at once, without Kysely's promise chain, when that is safe: inside the
  * transaction that holds the connection, or when the connection is free (a write then joins the group
  * and the promise resolves after its commit); a read while a transaction holds the writer runs on the
- * reader connection (committed data, no waiting). Undefined: not ours to run now, go through Kysely
- * (which waits for the connection).
+ * reader connection (committed data, no waiting). `cacheable` reads outside a transaction may be
+ * answered from the committed-read cache. Undefined: not ours to run now, go through Kysely (which
+ * waits for the connection).
  */
 export function runNow<R>(
   db: Kysely<unknown>,
   text: string,
   parameters: readonly unknown[],
+  cacheable = false,
 ): QueryResult<R> | Promise<QueryResult<R>> | undefined {
   const engine = ENGINES.get(db.getExecutor().adapter);
   if (!engine) return undefined;
   if (HOLDERS.has(db)) return engine.run<R>(text, parameters);
-  if (!engine.locked) return engine.runOutsideTransaction<R>(text, parameters);
-  return engine.readCommitted<R>(text, parameters);
+  if (!engine.locked) return engine.runOutsideTransaction<R>(text, parameters, cacheable);
+  return engine.readCommitted<R>(text, parameters, cacheable);
 }
 
 /**

@@ -5,21 +5,23 @@ import { containsInsensitive } from './sql-helpers.js';
 import { prepared } from './prepared.js';
 
 // On every user request: prepared once, not rebuilt.
-const findByToken = prepared((db, tokenHash: string, now: string) =>
-  db
-    .selectFrom('user_tokens')
-    .innerJoin('users', 'users.id', 'user_tokens.user_id')
-    .select([
-      'user_tokens.id as token_id',
-      'users.id as user_id',
-      'users.org_id',
-      'users.role',
-      'users.department_id',
-      'users.status',
-    ])
-    .where('user_tokens.token_hash', '=', tokenHash)
-    .where('user_tokens.revoked_at', 'is', null)
-    .where('user_tokens.expires_at', '>', now),
+const findByToken = prepared(
+  (db, tokenHash: string, now: string) =>
+    db
+      .selectFrom('user_tokens')
+      .innerJoin('users', 'users.id', 'user_tokens.user_id')
+      .select([
+        'user_tokens.id as token_id',
+        'users.id as user_id',
+        'users.org_id',
+        'users.role',
+        'users.department_id',
+        'users.status',
+      ])
+      .where('user_tokens.token_hash', '=', tokenHash)
+      .where('user_tokens.revoked_at', 'is', null)
+      .where('user_tokens.expires_at', '>', now),
+  { cacheable: false },
 );
 
 /** A user with its department name resolved: the shape every read needs. */
