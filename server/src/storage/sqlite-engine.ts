@@ -160,7 +160,7 @@ export class SqliteEngine {
   /** Starts a transaction (a savepoint in the open group); returns its group. The caller holds the lock. */
   beginTransaction(): Group {
     const group = this.#joinGroup();
-    this.raw.prepare('savepoint wr_tx').run();
+    this.statement('savepoint wr_tx').run();
     this.#inTransaction = true;
     return group;
   }
