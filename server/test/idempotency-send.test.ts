@@ -1,4 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { authenticateBotKey } from '../src/operations/auth/authenticate.js';
+import { withIdempotency } from '../src/operations/idempotency.js';
+import { sendMessage } from '../src/operations/messages/messages.js';
+import { runOperation } from '../src/operations/operation.js';
 import { expectStatus } from './helpers/client.js';
 import { rawMcp, rawSession } from './helpers/mcp.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
@@ -104,5 +108,36 @@ describe('idempotent send_message', () => {
     await call(args);
     await call(args);
     expect(await count('twice')).toBe(2);
+  });
+
+  it('a request that dies after its write committed is replayed by a retry, not run again', async () => {
+    // The server side of POST /api/channels/{id}/messages with a key, up to the point where the change
+    // has committed, then the request dies before answering (as in a crash or a lost connection).
+    const services = srv.app.services;
+    const actor = await authenticateBotKey(services, bot.key);
+    const input = { content: 'committed, then the request died', channel_id: channelId };
+    const died = await withIdempotency(
+      services,
+      actor,
+      'died-after-commit',
+      { operation: sendMessage.name, input, statusOf: () => 201 },
+      async () => {
+        await runOperation(sendMessage, { actor, services, requestId: 'test' }, { ...input });
+        throw new Error('the process died before answering');
+      },
+    ).catch((e: Error) => e.message);
+    expect(died).toBe('the process died before answering');
+    expect(await count(input.content)).toBe(1);
+
+    // The client retries with the same key: the answer is replayed, nothing is written twice.
+    const retry = await bot.api.post(
+      `/api/channels/${channelId}/messages`,
+      { content: input.content },
+      { headers: { 'idempotency-key': 'died-after-commit' } },
+    );
+    expect(retry.status).toBe(201);
+    expect(retry.headers.get('idempotent-replayed')).toBe('true');
+    expect(retry.body.content).toBe(input.content);
+    expect(await count(input.content)).toBe(1);
   });
 });

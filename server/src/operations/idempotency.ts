@@ -1,6 +1,8 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { createHash } from 'node:crypto';
 import { AppError } from '../domain/errors.js';
 import { nowIso } from '../domain/ids.js';
+import type { Stores } from '../storage/stores/index.js';
 import type { Actor, Services } from './context.js';
 
 /**
@@ -15,8 +17,12 @@ import type { Actor, Services } from './context.js';
  * - The same key with a different input (or for another operation) answers 409 idempotency_conflict.
  * - Only successes are remembered: when the first request fails, its claim is released and a retry
  *   runs again (a failure changed nothing, as every operation runs in one transaction).
+ * - The record is completed in the operation's own write transaction (`completeInWrite`, called by
+ *   `write()`), so the change and the answer that replays it commit together: a process that dies after
+ *   the commit leaves a completed record, never a pending claim that a retry would take over and run
+ *   again. (An idempotent operation makes one write, whose value is its result.)
  * - Records expire after 24 hours; a claim still pending after `STALE_PENDING_MS` (its request died
- *   between commit and record) is taken over.
+ *   before its write committed, so nothing changed) is taken over.
  */
 
 export const IDEMPOTENCY_TTL_MS = 24 * 3_600_000;
@@ -34,6 +40,32 @@ export interface IdempotencyOptions {
   input: unknown;
   /** How long a duplicate waits for a running first request. */
   waitMs?: number;
+  /** The status the answer will have for a result (REST: 201 for creations); default 200. */
+  statusOf?: (result: unknown) => number;
+}
+
+/** The claim that the write of the running idempotent operation completes. */
+interface PendingRecord {
+  key: string;
+  statusOf: (result: unknown) => number;
+  /** The response stored by the write, once it has run. */
+  stored?: string;
+}
+const pendingRecord = new AsyncLocalStorage<PendingRecord>();
+
+/**
+ * Called by `write()` inside its transaction, with the value it returns: completes the idempotency
+ * record of the operation running under a key, if any, in the same transaction.
+ */
+export async function completeInWrite(stores: Stores, value: unknown): Promise<void> {
+  const p = pendingRecord.getStore();
+  if (!p) return;
+  if (p.stored !== undefined) {
+    throw new AppError('internal', 'An idempotent operation must make one write (it made a second)');
+  }
+  const response = JSON.stringify(value);
+  await stores.idempotency.complete(p.key, p.statusOf(value), response);
+  p.stored = response;
 }
 
 /** Canonical JSON (object keys sorted), so that key order does not change the fingerprint. */
@@ -90,14 +122,20 @@ export async function withIdempotency(
     await store.deleteIfOlder(rk, new Date(Date.parse(now) - IDEMPOTENCY_TTL_MS).toISOString());
     if (await store.claim(rk, hash, now)) {
       maybePurge(services);
+      const pending: PendingRecord = { key: rk, statusOf: opts.statusOf ?? (() => 200) };
       let result: IdempotentResult;
       try {
-        result = await fn();
+        result = await pendingRecord.run(pending, fn);
       } catch (err) {
+        // Releases a pending claim only: if the write committed, its completed record stays.
         await store.release(rk, now).catch(() => undefined);
         throw err;
       }
-      await store.complete(rk, result.status, JSON.stringify(result.body));
+      const response = JSON.stringify(result.body);
+      if (pending.stored !== response) {
+        // No write completed it (or the answer is not the write's value): record it now.
+        await store.complete(rk, result.status, response);
+      }
       return { ...result, replayed: false };
     }
     const row = await store.get(rk);

@@ -3,6 +3,7 @@ import { newId, nowIso } from '../domain/ids.js';
 import type { EventRow } from '../storage/schema.js';
 import type { Stores } from '../storage/stores/index.js';
 import type { Services } from './context.js';
+import { completeInWrite } from './idempotency.js';
 
 export interface WriteTx {
   stores: Stores;
@@ -14,7 +15,8 @@ export interface WriteTx {
 
 /**
  * Runs a change in one transaction with its events written to the outbox in the same transaction
- * (so an event exists if and only if its change committed), then wakes local event consumers.
+ * (so an event exists if and only if its change committed), then wakes local event consumers. Under an
+ * Idempotency-Key, the key's record is completed in the same transaction (see idempotency.ts).
  */
 export async function write<T>(services: Services, fn: (tx: WriteTx) => Promise<T>): Promise<T> {
   const pending: Omit<EventRow, 'seq'>[] = [];
@@ -27,6 +29,7 @@ export async function write<T>(services: Services, fn: (tx: WriteTx) => Promise<
         pending.push({ id: newId(), org_id: orgId, type, data: JSON.stringify(data), created_at: now }),
     });
     await stores.events.append(pending);
+    await completeInWrite(stores, value);
     return value;
   });
   if (pending.length > 0) {

@@ -34,12 +34,13 @@ export class IdempotencyStore {
       .execute();
   }
 
-  /** Removes a row, but only if it is still the one created at `createdAt` (a pending claim that failed). */
+  /** Removes a pending claim, but only if it is still the one created at `createdAt`. */
   async release(key: string, createdAt: string): Promise<void> {
     await this.db
       .deleteFrom('idempotency_keys')
       .where('key', '=', key)
       .where('created_at', '=', createdAt)
+      .where('state', '=', 'pending')
       .execute();
   }
 

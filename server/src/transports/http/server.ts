@@ -60,14 +60,15 @@ async function runOpRoute(rc: RequestContext, route: OpRoute): Promise<void> {
   const ctx = { actor, services: rc.services, requestId: rc.requestId };
   // Without a key (or on a route that takes none) withIdempotency simply runs the operation.
   const key = route.idempotent ? rc.req.headers['idempotency-key'] : undefined;
+  const statusOf = (result: unknown) => route.statusOf?.(result) ?? route.status ?? 200;
   const r = await withIdempotency(
     rc.services,
     actor,
     typeof key === 'string' ? key : undefined,
-    { operation: op.name, input },
+    { operation: op.name, input, statusOf },
     async () => {
       const result = await runOperation(op, ctx, input);
-      return { status: route.statusOf?.(result) ?? route.status ?? 200, body: result };
+      return { status: statusOf(result), body: result };
     },
   );
   sendJson(rc.res, r.status, r.body, r.replayed ? { 'idempotent-replayed': 'true' } : {});
