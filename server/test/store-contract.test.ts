@@ -445,6 +445,29 @@ describe(`store contract (${process.env.DATABASE_URL ? 'postgres' : 'sqlite'})`,
     // A write outside any transaction is seen too.
     expect(await storage.stores.messages.softDelete(m1.id, nowIso())).toBe(true);
     expect(await contents()).toEqual(['two']);
+
+    // The same for a query built per call (not a prepared one).
+    const viewer = { type: 'user' as const, id: newId() };
+    const names = async () =>
+      (
+        await storage.stores.containers.listChannels(orgId, viewer, { onlyMemberOf: false, query: 'repeat-' })
+      ).map((x) => x.name);
+    expect(await names()).toEqual([]);
+    expect(await names()).toEqual([]);
+    const now = nowIso();
+    await storage.transaction((s) =>
+      s.containers.createChannel({
+        id: newId(),
+        org_id: orgId,
+        name: 'repeat-1',
+        description: '',
+        is_private: 0,
+        created_by: null,
+        created_at: now,
+        updated_at: now,
+      }),
+    );
+    expect(await names()).toEqual(['repeat-1']);
   });
 
   it('health: ping answers', async () => {

@@ -94,7 +94,7 @@ export class SqliteEngine {
       try {
         return this.run<R>(text, parameters);
       } finally {
-        this.#results.clear();
+        this.#clearResults();
       }
     }
     const group = this.#joinGroup();
@@ -123,13 +123,22 @@ export class SqliteEngine {
   }
 
   /**
-   * Committed-read cache: results of hot reads (the `prepared` statements on the request path: key
-   * lookup, container and membership, recent messages) made outside any transaction, keyed by SQL and
+   * Committed-read cache: results of reads made outside any transaction (at most `CACHED_ROWS_MAX` rows
+   * each, at most `CACHED_RESULTS_MAX` results and `CACHED_ROWS_TOTAL` rows in all), keyed by SQL and
    * parameters, and emptied by every commit on the writer — the only way the database changes while
-   * the server runs (one process owns a SQLite file; docs/ARCHITECTURE.md). So an entry is exactly what
-   * the query would return now. Rows are frozen: they are shared by every caller.
+   * the server runs (one process owns a SQLite file; docs/ARCHITECTURE.md), and no query of ours asks
+   * SQLite for the time or a random value. So an entry is exactly what the query would return now.
+   * Rows are frozen: they are shared by every caller. Reads whose arguments change on every call (a
+   * timestamp) opt out (`prepared(..., { cacheable: false })`), as they would only churn it.
    */
   readonly #results = new Map<string, unknown[]>();
+  #cachedRows = 0;
+
+  #clearResults(): void {
+    if (this.#results.size === 0) return;
+    this.#results.clear();
+    this.#cachedRows = 0;
+  }
 
   #readCommitted<R>(
     stmt: BetterSqlite3.Statement,
@@ -148,8 +157,11 @@ export class SqliteEngine {
       if (rows.length <= CACHED_ROWS_MAX) {
         for (const r of rows) Object.freeze(r);
         Object.freeze(rows);
-        if (this.#results.size >= CACHED_RESULTS_MAX) this.#results.clear();
+        // A bound on what the cache holds (entries and rows), whatever the queries: start afresh.
+        if (this.#results.size >= CACHED_RESULTS_MAX || this.#cachedRows + rows.length > CACHED_ROWS_TOTAL)
+          this.#clearResults();
         this.#results.set(key, rows);
+        this.#cachedRows += rows.length;
       }
     }
     return { rows };
@@ -192,7 +204,7 @@ export class SqliteEngine {
   endPlainTransaction(commit: boolean): void {
     this.#inTransaction = false;
     if (this.raw.inTransaction) this.statement(commit ? 'commit' : 'rollback').run();
-    if (commit) this.#results.clear();
+    if (commit) this.#clearResults();
   }
 
   get inTransaction(): boolean {
@@ -207,7 +219,7 @@ export class SqliteEngine {
     try {
       if (!this.raw.inTransaction) throw new Error('the group transaction was rolled back by SQLite');
       this.statement('commit').run();
-      this.#results.clear();
+      this.#clearResults();
       this.groupCommits++;
       group.resolve();
       if (this.#checkpointDue) this.#checkpoint();
@@ -306,6 +318,7 @@ function cached(cache: Map<string, BetterSqlite3.Statement>, db: BetterSqlite3.D
 
 const CACHED_RESULTS_MAX = 2000;
 const CACHED_ROWS_MAX = 100;
+const CACHED_ROWS_TOTAL = 20_000;
 
 /** Parameters are strings, numbers, bigints or null; the prefixes keep 1, '1' and null apart. */
 function cacheKey(text: string, parameters: readonly unknown[]): string {
@@ -343,7 +356,7 @@ class EngineConnection implements DatabaseConnection {
   executeQuery<R>(q: CompiledQuery): Promise<QueryResult<R>> {
     const { engine } = this;
     if (engine.inTransaction) return Promise.resolve(engine.run<R>(q.sql, q.parameters));
-    return Promise.resolve(engine.runOutsideTransaction<R>(q.sql, q.parameters));
+    return Promise.resolve(engine.runOutsideTransaction<R>(q.sql, q.parameters, true));
   }
 
   async *streamQuery<R>(q: CompiledQuery): AsyncIterableIterator<QueryResult<R>> {
