@@ -130,8 +130,8 @@ export interface LoadOptions {
   /** Path for request number i. */
   path: (i: number) => string;
   headers?: Record<string, string>;
-  /** Body for request number i (JSON text). */
-  body?: (i: number) => string;
+  /** Body for request number i (JSON text); several: used in turn (request i gets body i mod n). */
+  body?: ((i: number) => string) | ((i: number) => string)[];
   connections?: number;
   durationMs?: number;
   warmupMs?: number;
@@ -166,7 +166,10 @@ function hasWrk(): boolean {
 const SENTINEL = 987654321;
 const lua = (s: string) => JSON.stringify(s); // a JSON string is a valid Lua string literal here
 
+const bodiesOf = (o: LoadOptions) => (o.body === undefined ? [] : Array.isArray(o.body) ? o.body : [o.body]);
+
 async function loadWrk(o: LoadOptions): Promise<LoadResult> {
+  const bodies = bodiesOf(o);
   const dir = mkdtempSync(join(tmpdir(), 'wr-wrk-'));
   const headers = { 'content-type': 'application/json', ...o.headers };
   const script = [
@@ -178,8 +181,10 @@ async function loadWrk(o: LoadOptions): Promise<LoadResult> {
     // Request number i: every occurrence of the sentinel number is replaced by i (string.gsub, so
     // that the sentinel may appear several times, e.g. as JSON-RPC id and in the content).
     `  local path = string.gsub(${lua(o.path(SENTINEL))}, "${SENTINEL}", tostring(i))`,
-    o.body
-      ? `  local body = string.gsub(${lua(o.body(SENTINEL))}, "${SENTINEL}", tostring(i))\n  return wrk.format(nil, path, nil, body)`
+    bodies.length > 0
+      ? `  local bodies = { ${bodies.map((b) => lua(b(SENTINEL))).join(', ')} }\n` +
+        `  local body = string.gsub(bodies[(i % ${bodies.length}) + 1], "${SENTINEL}", tostring(i))\n` +
+        '  return wrk.format(nil, path, nil, body)'
       : '  return wrk.format(nil, path)',
     'end',
   ].join('\n');
@@ -219,6 +224,7 @@ async function loadWrk(o: LoadOptions): Promise<LoadResult> {
 }
 
 async function loadUndici(o: LoadOptions): Promise<LoadResult> {
+  const bodies = bodiesOf(o);
   const connections = o.connections ?? 32;
   const pool = new Pool(o.url, { connections, pipelining: 1, keepAliveTimeout: 30_000 });
   const headers = { 'content-type': 'application/json', ...o.headers };
@@ -230,7 +236,8 @@ async function loadUndici(o: LoadOptions): Promise<LoadResult> {
       const n = i++;
       const t0 = performance.now();
       try {
-        const res = await pool.request({ method: o.method, path: o.path(n), headers, body: o.body?.(n) });
+        const body = bodies.length > 0 ? bodies[n % bodies.length]!(n) : undefined;
+        const res = await pool.request({ method: o.method, path: o.path(n), headers, body });
         const text = await res.body.text();
         if (record) {
           if (ok(res.statusCode)) counts.n++;

@@ -97,6 +97,15 @@ const wrRead = await load({
   body: read(s.channelId),
   ok: resultOk,
 });
+// Half sends, half reads: every read follows a commit, as in a busy channel.
+const wrMixed = await load({
+  url: wr.url,
+  method: 'POST',
+  path: () => '/api/mcp',
+  headers: h,
+  body: [send(s.channelId), read(s.channelId)],
+  ok: resultOk,
+});
 await wr.stop();
 
 // (b) the official SDK server, as it runs by default (answers over SSE), then with JSON answers
@@ -137,6 +146,7 @@ const rows: [string, LoadResult][] = [
   ['reference: node:http JSON-RPC + 1 insert', refSend],
   ['workroom tools/call send_message', wrSend],
   ['workroom tools/call read_messages', wrRead],
+  ['workroom send_message + read_messages, 1:1', wrMixed],
   ['official SDK server send_message (SSE)', sdkSend],
   ['official SDK server read_messages (SSE)', sdkRead],
   ['official SDK server send_message (JSON)', sdkJsonSend],
