@@ -128,8 +128,8 @@ export class SqliteEngine {
    * parameters, and emptied by every commit on the writer — the only way the database changes while
    * the server runs (one process owns a SQLite file; docs/ARCHITECTURE.md), and no query of ours asks
    * SQLite for the time or a random value. So an entry is exactly what the query would return now.
-   * Rows are frozen: they are shared by every caller. Reads whose arguments change on every call (a
-   * timestamp) opt out (`prepared(..., { cacheable: false })`), as they would only churn it.
+   * Rows are frozen: they are shared by every caller. (A read whose arguments change on every call, a
+   * timestamp say, would only churn it: compare times in code instead, as `findByToken` does.)
    */
   readonly #results = new Map<string, unknown[]>();
   #cachedRows = 0;

@@ -14,10 +14,7 @@ import type { Executor } from './executor.js';
  */
 export function prepared<A extends (string | number | null)[], R>(
   build: (db: Executor, ...args: A) => Compilable<R>,
-  /** `cacheable: false` for reads whose arguments differ on every call (a timestamp): caching them only churns. */
-  opts: { cacheable?: boolean } = {},
 ) {
-  const cacheable = opts.cacheable ?? true;
   // Keyed by the dialect adapter, shared by a Kysely instance and its transactions.
   const cache = new WeakMap<object, { sql: string; slots: (number | { fixed: unknown })[] }>();
   return async (db: Executor, ...args: A): Promise<QueryResult<R>> => {
@@ -37,7 +34,7 @@ export function prepared<A extends (string | number | null)[], R>(
     // On SQLite, run it right here when that is safe (see runNow; reads outside transactions may be
     // answered from the committed-read cache); otherwise through Kysely.
     return (
-      runNow<R>(db as Kysely<unknown>, entry.sql, params, cacheable) ??
+      runNow<R>(db as Kysely<unknown>, entry.sql, params, true) ??
       db.executeQuery<R>(CompiledQuery.raw(entry.sql, params) as CompiledQuery<R>)
     );
   };

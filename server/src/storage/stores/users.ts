@@ -4,24 +4,23 @@ import type { Executor } from './executor.js';
 import { containsInsensitive } from './sql-helpers.js';
 import { prepared } from './prepared.js';
 
-// On every user request: prepared once, not rebuilt.
-const findByToken = prepared(
-  (db, tokenHash: string, now: string) =>
-    db
-      .selectFrom('user_tokens')
-      .innerJoin('users', 'users.id', 'user_tokens.user_id')
-      .select([
-        'user_tokens.id as token_id',
-        'users.id as user_id',
-        'users.org_id',
-        'users.role',
-        'users.department_id',
-        'users.status',
-      ])
-      .where('user_tokens.token_hash', '=', tokenHash)
-      .where('user_tokens.revoked_at', 'is', null)
-      .where('user_tokens.expires_at', '>', now),
-  { cacheable: false },
+// On every user request: prepared once, not rebuilt. The expiry is compared by the caller of the
+// store method, so that the query's arguments are the same on every call (and its result cacheable).
+const findByToken = prepared((db, tokenHash: string) =>
+  db
+    .selectFrom('user_tokens')
+    .innerJoin('users', 'users.id', 'user_tokens.user_id')
+    .select([
+      'user_tokens.id as token_id',
+      'user_tokens.expires_at',
+      'users.id as user_id',
+      'users.org_id',
+      'users.role',
+      'users.department_id',
+      'users.status',
+    ])
+    .where('user_tokens.token_hash', '=', tokenHash)
+    .where('user_tokens.revoked_at', 'is', null),
 );
 
 /** A user with its department name resolved: the shape every read needs. */
@@ -94,8 +93,10 @@ export class UserStore {
   }
 
   /** The token's user, if the token exists, is not revoked, not expired, and the user is active. */
+  /** The token's user, while the token is neither revoked nor expired at `now`. */
   async findByToken(tokenHash: string, now: string) {
-    return (await findByToken(this.db, tokenHash, now)).rows[0];
+    const row = (await findByToken(this.db, tokenHash)).rows[0];
+    return row && row.expires_at > now ? row : undefined;
   }
 
   async revokeToken(tokenId: string, now: string): Promise<void> {
