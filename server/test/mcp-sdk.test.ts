@@ -208,6 +208,38 @@ describe('MCP with the official SDK client', () => {
     }
   });
 
+  it('receives resources/list_changed when a new DM room of the bot appears, and lists it', async () => {
+    const { client, transport } = await sdkClient(srv.url, bot.key);
+    try {
+      let changes = 0;
+      const changed = new Promise<void>((resolve) =>
+        client.setNotificationHandler(ResourceListChangedNotificationSchema, () => {
+          changes++;
+          resolve();
+        }),
+      );
+      await new Promise((r) => setTimeout(r, 200)); // the SDK's GET stream connects
+      const someone = await w.user();
+      const dm = expectStatus(
+        await bot.api.post(`/api/bots/${bot.id}/dm-messages`, { user_id: someone.id, content: 'hello' }),
+        201,
+      );
+      await changed;
+      const { resources } = await client.listResources();
+      expect(resources.map((r) => r.uri)).toContain(`workroom://dm-rooms/${dm.dm_room_id}`);
+      // A second message in the same room is not a new resource.
+      expectStatus(
+        await bot.api.post(`/api/bots/${bot.id}/dm-messages`, { user_id: someone.id, content: 'again' }),
+        201,
+      );
+      await new Promise((r) => setTimeout(r, 200));
+      expect(changes).toBe(1);
+    } finally {
+      await transport.terminateSession();
+      await client.close();
+    }
+  });
+
   it('after the session is ended, its id answers 404', async () => {
     const { client, transport } = await sdkClient(srv.url, bot.key);
     const id = transport.sessionId!;

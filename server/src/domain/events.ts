@@ -9,8 +9,16 @@ export const SUBSCRIBABLE_EVENT_TYPES = [
   'member.joined',
   'member.left',
 ] as const;
-/** command.invoked: a user ran a bot's slash command; delivered to that bot only. */
-export const EVENT_TYPES = [...SUBSCRIBABLE_EVENT_TYPES, 'task.assigned', 'command.invoked'] as const;
+/**
+ * command.invoked: a user ran a bot's slash command; delivered to that bot only. dm_room.created:
+ * internal, for MCP sessions (resources/list_changed); never offered to webhooks.
+ */
+export const EVENT_TYPES = [
+  ...SUBSCRIBABLE_EVENT_TYPES,
+  'task.assigned',
+  'command.invoked',
+  'dm_room.created',
+] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 export type SubscribableEventType = (typeof SUBSCRIBABLE_EVENT_TYPES)[number];
 

@@ -1,27 +1,34 @@
 import { z } from 'zod';
 import { newId } from '../../domain/ids.js';
 import { dmMemberKey, type MemberRef } from '../../storage/stores/containers.js';
-import type { Stores } from '../../storage/stores/index.js';
 import { actorRef, type Actor } from '../context.js';
 import { defineOperation } from '../operation.js';
 import { uuid } from '../schemas.js';
 import { DmRoomView, dmRoomView, listOf } from '../views.js';
-import { write } from '../write.js';
+import { write, type WriteTx } from '../write.js';
 import { resolveMember } from './channels.js';
 
 /**
  * Finds the DM room of exactly these members, or creates it. Safe against two requests creating the
  * same room at once (the member set is unique per organization).
  */
-export async function findOrCreateDmRoom(stores: Stores, orgId: string, members: MemberRef[], now: string) {
+export async function findOrCreateDmRoom(tx: WriteTx, orgId: string, members: MemberRef[]) {
   const key = dmMemberKey(members);
-  const existing = await stores.containers.getDmRoomByMembers(orgId, key);
+  const existing = await tx.stores.containers.getDmRoomByMembers(orgId, key);
   if (existing) return existing;
   const unique = [...new Map(members.map((m) => [`${m.type}:${m.id}`, m])).values()];
-  const { room } = await stores.containers.createDmRoomOnce(
-    { id: newId(), org_id: orgId, member_key: key, created_at: now },
+  const { room, created } = await tx.stores.containers.createDmRoomOnce(
+    { id: newId(), org_id: orgId, member_key: key, created_at: tx.now },
     unique,
   );
+  // Internal (not offered to webhooks): tells connected MCP sessions of bot members that their list
+  // of resources changed.
+  if (created) {
+    tx.emit('dm_room.created', orgId, {
+      dm_room_id: room.id,
+      members: unique.map((m) => ({ member_type: m.type, member_id: m.id })),
+    });
+  }
   return room;
 }
 
@@ -34,11 +41,11 @@ export const createDmRoom = defineOperation({
   output: DmRoomView,
   actors: ['user'],
   async run(ctx, input) {
-    return write(ctx.services, async ({ stores, now }) => {
+    return write(ctx.services, async (tx) => {
       const members: MemberRef[] = [actorRef(ctx.actor)];
       for (const id of input.user_ids)
-        members.push(await resolveMember(stores, ctx.actor.orgId, { user_id: id }));
-      return dmRoomView(await findOrCreateDmRoom(stores, ctx.actor.orgId, members, now));
+        members.push(await resolveMember(tx.stores, ctx.actor.orgId, { user_id: id }));
+      return dmRoomView(await findOrCreateDmRoom(tx, ctx.actor.orgId, members));
     });
   },
 });

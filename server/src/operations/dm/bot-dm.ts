@@ -35,12 +35,7 @@ export const sendBotDm = defineOperation({
       if (!user || user.org_id !== actor.orgId) throw notFound('User');
       if (user.status !== 'active') throw new AppError('forbidden', 'The user is deactivated');
       const bot = { type: 'bot' as const, id: actor.botId };
-      const room = await findOrCreateDmRoom(
-        tx.stores,
-        actor.orgId,
-        [bot, { type: 'user', id: user.id }],
-        tx.now,
-      );
+      const room = await findOrCreateDmRoom(tx, actor.orgId, [bot, { type: 'user', id: user.id }]);
       const c = { kind: 'dm_room' as const, id: room.id };
       return messageView(await insertMessage(tx, actor.orgId, c, bot, input));
     });
