@@ -240,6 +240,37 @@ describe('MCP with the official SDK client', () => {
     }
   });
 
+  it('receives resources/list_changed when the bot joins a project and when a topic appears in it', async () => {
+    const { client, transport } = await sdkClient(srv.url, bot.key);
+    try {
+      let changes = 0;
+      client.setNotificationHandler(ResourceListChangedNotificationSchema, () => {
+        changes++;
+      });
+      const until = async (n: number) => {
+        for (let i = 0; i < 100 && changes < n; i++) await new Promise((r) => setTimeout(r, 20));
+        expect(changes).toBe(n);
+      };
+      await new Promise((r) => setTimeout(r, 200)); // the SDK's GET stream connects
+      const admin = w.admin.api;
+      const project = expectStatus(await admin.post('/api/projects', { name: uniq('proj') }), 201);
+      await new Promise((r) => setTimeout(r, 100));
+      expect(changes).toBe(0); // not the bot's project
+      expectStatus(await admin.post(`/api/projects/${project.id}/members`, { bot_id: bot.id }), 201);
+      await until(1);
+      const topic = expectStatus(
+        await admin.post(`/api/projects/${project.id}/topics`, { name: uniq('topic') }),
+        201,
+      );
+      await until(2);
+      const { resources } = await client.listResources();
+      expect(resources.map((r) => r.uri)).toContain(`workroom://topics/${topic.id}`);
+    } finally {
+      await transport.terminateSession();
+      await client.close();
+    }
+  });
+
   it('after the session is ended, its id answers 404', async () => {
     const { client, transport } = await sdkClient(srv.url, bot.key);
     const id = transport.sessionId!;

@@ -10,14 +10,16 @@ export const SUBSCRIBABLE_EVENT_TYPES = [
   'member.left',
 ] as const;
 /**
- * command.invoked: a user ran a bot's slash command; delivered to that bot only. dm_room.created:
- * internal, for MCP sessions (resources/list_changed); never offered to webhooks.
+ * command.invoked: a user ran a bot's slash command; delivered to that bot only.
+ * resources.changed: internal, never offered to webhooks: the bots (`bot_ids`) whose MCP resources
+ * (channels, topics, DM rooms they reach) changed otherwise than by a channel's member.joined/left, so
+ * that their MCP sessions send notifications/resources/list_changed.
  */
 export const EVENT_TYPES = [
   ...SUBSCRIBABLE_EVENT_TYPES,
   'task.assigned',
   'command.invoked',
-  'dm_room.created',
+  'resources.changed',
 ] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 export type SubscribableEventType = (typeof SUBSCRIBABLE_EVENT_TYPES)[number];

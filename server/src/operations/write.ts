@@ -38,3 +38,16 @@ export async function write<T>(services: Services, fn: (tx: WriteTx) => Promise<
   }
   return result;
 }
+
+/**
+ * Tells the bots among `members` that the resources they reach over MCP changed (a new DM room, a
+ * project they joined, a topic in one of their projects): an internal event, not offered to webhooks.
+ */
+export function emitResourcesChanged(
+  tx: WriteTx,
+  orgId: string,
+  members: readonly { type: string; id: string }[],
+): void {
+  const botIds = members.filter((m) => m.type === 'bot').map((m) => m.id);
+  if (botIds.length > 0) tx.emit('resources.changed', orgId, { bot_ids: botIds });
+}

@@ -5,7 +5,7 @@ import { actorRef, type Actor } from '../context.js';
 import { defineOperation } from '../operation.js';
 import { uuid } from '../schemas.js';
 import { DmRoomView, dmRoomView, listOf } from '../views.js';
-import { write, type WriteTx } from '../write.js';
+import { emitResourcesChanged, write, type WriteTx } from '../write.js';
 import { resolveMember } from './channels.js';
 
 /**
@@ -21,14 +21,7 @@ export async function findOrCreateDmRoom(tx: WriteTx, orgId: string, members: Me
     { id: newId(), org_id: orgId, member_key: key, created_at: tx.now },
     unique,
   );
-  // Internal (not offered to webhooks): tells connected MCP sessions of bot members that their list
-  // of resources changed.
-  if (created) {
-    tx.emit('dm_room.created', orgId, {
-      dm_room_id: room.id,
-      members: unique.map((m) => ({ member_type: m.type, member_id: m.id })),
-    });
-  }
+  if (created) emitResourcesChanged(tx, orgId, unique);
   return room;
 }
 

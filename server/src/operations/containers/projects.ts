@@ -6,7 +6,7 @@ import { isOrgAdmin, loadProject } from '../access.js';
 import { defineOperation } from '../operation.js';
 import { description, name, uuid } from '../schemas.js';
 import { listOf, ProjectView, projectView, TopicView, topicView } from '../views.js';
-import { write } from '../write.js';
+import { emitResourcesChanged, write } from '../write.js';
 import { memberInput, MembershipResult, ONE_MEMBER, oneMember, resolveMember } from './channels.js';
 
 export const createProject = defineOperation({
@@ -73,10 +73,12 @@ export const addProjectMember = defineOperation({
   output: MembershipResult,
   actors: ['user'],
   async run(ctx, input) {
-    return write(ctx.services, async ({ stores, now }) => {
+    return write(ctx.services, async (tx) => {
+      const { stores, now } = tx;
       const p = await loadProject(stores, ctx.actor, input.project_id);
       const member = await resolveMember(stores, p.org_id, input);
       const added = await stores.containers.addMember('project', p.id, member, now);
+      if (added) emitResourcesChanged(tx, p.org_id, [member]);
       return { member_type: member.type, member_id: member.id, added };
     });
   },
@@ -89,7 +91,8 @@ export const createTopic = defineOperation({
   output: TopicView,
   actors: ['user'],
   async run(ctx, input) {
-    return write(ctx.services, async ({ stores, now }) => {
+    return write(ctx.services, async (tx) => {
+      const { stores, now } = tx;
       const p = await loadProject(stores, ctx.actor, input.project_id);
       const row = {
         id: newId(),
@@ -101,6 +104,12 @@ export const createTopic = defineOperation({
         updated_at: now,
       };
       await stores.containers.createTopic(row);
+      const members = await stores.containers.listMembers('project', p.id);
+      emitResourcesChanged(
+        tx,
+        p.org_id,
+        members.map((m) => ({ type: m.member_type, id: m.member_id })),
+      );
       return topicView(row);
     });
   },

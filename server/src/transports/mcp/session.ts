@@ -58,17 +58,16 @@ export class SessionStore {
   constructor(bus: EventBus) {
     this.#timer = setInterval(() => this.sweep(), 60_000);
     this.#timer.unref();
-    // A bot added to or removed from a channel or project, or given a new DM room, sees another list
-    // of resources.
+    // A bot added to or removed from a channel, added to a project, given a topic in one of its
+    // projects or a new DM room, sees another list of resources.
     bus.subscribe((events) => {
       for (const e of events) {
         if (e.type === 'member.joined' || e.type === 'member.left') {
           const d = JSON.parse(e.data) as { member_type?: string; member_id?: string };
           if (d.member_type === 'bot' && d.member_id) this.notifyBot(d.member_id, LIST_CHANGED);
-        } else if (e.type === 'dm_room.created') {
-          const d = JSON.parse(e.data) as { members?: { member_type: string; member_id: string }[] };
-          for (const m of d.members ?? [])
-            if (m.member_type === 'bot') this.notifyBot(m.member_id, LIST_CHANGED);
+        } else if (e.type === 'resources.changed') {
+          const d = JSON.parse(e.data) as { bot_ids?: string[] };
+          for (const id of d.bot_ids ?? []) this.notifyBot(id, LIST_CHANGED);
         }
       }
     });
