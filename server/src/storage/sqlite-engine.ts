@@ -224,7 +224,11 @@ export class SqliteEngine {
       group.resolve();
       if (this.#checkpointDue) this.#checkpoint();
     } catch (err) {
-      if (this.raw.inTransaction) this.statement('rollback').run();
+      try {
+        if (this.raw.inTransaction) this.statement('rollback').run();
+      } catch {
+        // the connection is broken: the members still hear of the failure below
+      }
       group.reject(err);
     }
   }
