@@ -243,3 +243,27 @@ describe.skipIf(Boolean(process.env.DATABASE_URL))('SQLite committed-read cache'
     }
   });
 });
+
+describe.skipIf(Boolean(process.env.DATABASE_URL))('SQLite committed-read cache and other processes', () => {
+  it('a write by another connection to the file is seen within milliseconds', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'workroom-other-'));
+    const file = join(dir, 'test.db');
+    const storage = new Storage(openSqlite(file));
+    try {
+      await storage.migrate();
+      const org = await storage.stores.orgs.create('Before');
+      const name = async () => (await storage.stores.orgs.get(org.id))?.name;
+      expect(await name()).toBe('Before');
+      expect(await name()).toBe('Before'); // cached
+      // An operator fixes a name with the sqlite3 shell while the server runs.
+      const other = new BetterSqlite3(file);
+      other.prepare('update organizations set name = ? where id = ?').run('After', org.id);
+      other.close();
+      await new Promise((r) => setTimeout(r, 5));
+      expect(await name()).toBe('After');
+    } finally {
+      await storage.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});

@@ -125,14 +125,37 @@ export class SqliteEngine {
   /**
    * Committed-read cache: results of reads made outside any transaction (at most `CACHED_ROWS_MAX` rows
    * each, at most `CACHED_RESULTS_MAX` results and `CACHED_ROWS_TOTAL` rows in all), keyed by SQL and
-   * parameters, and emptied by every commit on the writer — the only way the database changes while
-   * the server runs (one process owns a SQLite file; docs/ARCHITECTURE.md), and no query of ours asks
-   * SQLite for the time or a random value. So an entry is exactly what the query would return now.
+   * parameters, and emptied by every commit on the writer — the way the database changes while the
+   * server runs (and, within a millisecond, when another process writes to the file: see
+   * `#noticeOtherWriters`). No query of ours asks SQLite for the time or a random value. So an entry
+   * is what the query would return now.
    * Rows are frozen: they are shared by every caller. (A read whose arguments change on every call, a
    * timestamp say, would only churn it: compare times in code instead, as `findByToken` does.)
    */
   readonly #results = new Map<string, unknown[]>();
   #cachedRows = 0;
+
+  #dataVersion: BetterSqlite3.Statement | undefined;
+  #lastDataVersion: unknown;
+  #checkedAt = 0;
+
+  /**
+   * Another process writing to the file (an operator's sqlite3 session, a second server started by
+   * mistake) bypasses our commits: the reader's `data_version` tells, checked at most once a
+   * millisecond, and the cache starts afresh when it moved.
+   */
+  #noticeOtherWriters(): void {
+    if (!this.reader) return; // in-memory: no other connection can exist
+    const now = performance.now();
+    if (now - this.#checkedAt < 1) return;
+    this.#checkedAt = now;
+    this.#dataVersion ??= this.reader.prepare('pragma data_version').pluck();
+    const v = this.#dataVersion.get();
+    if (v !== this.#lastDataVersion) {
+      this.#lastDataVersion = v;
+      this.#clearResults();
+    }
+  }
 
   #clearResults(): void {
     if (this.#results.size === 0) return;
@@ -150,6 +173,7 @@ export class SqliteEngine {
     const source =
       this.#group || this.#inTransaction ? cached(this.#readStatements, this.reader!, text) : stmt;
     if (!cacheable) return { rows: allRows<R>(source, parameters) };
+    this.#noticeOtherWriters();
     const key = cacheKey(text, parameters);
     let rows = this.#results.get(key) as R[] | undefined;
     if (!rows) {
