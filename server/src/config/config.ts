@@ -61,6 +61,7 @@ const envSchema = z.object({
     .regex(/^[a-z_][a-z0-9_]{0,62}$/, 'must be a lower-case SQL identifier')
     .optional(),
   WORKROOM_DATABASE_POOL_SIZE: int(10, 1, 200),
+  WORKROOM_DATABASE_NAMED_STATEMENTS: bool(true),
   WORKROOM_ADMIN_EMAIL: z.email().default('admin@workroom.local'),
   WORKROOM_ADMIN_PASSWORD: z.string().min(8, 'must have at least 8 characters').optional(),
   WORKROOM_ORG_NAME: z.string().min(1).max(200).default('Workroom'),
@@ -101,7 +102,14 @@ export interface Config {
   dataDir: string;
   database:
     | { kind: 'sqlite'; file: string }
-    | { kind: 'postgres'; url: string; schema: string | undefined; poolSize: number };
+    | {
+        kind: 'postgres';
+        url: string;
+        schema: string | undefined;
+        poolSize: number;
+        /** Hot statements as server-side prepared statements (off behind an old transaction-mode PgBouncer). */
+        namedStatements: boolean;
+      };
   admin: { email: string; password: string | undefined; orgName: string };
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   /** base64 of 32 bytes; when absent one is generated and kept in the data directory. */
@@ -153,6 +161,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
           url: e.DATABASE_URL,
           schema: e.WORKROOM_DATABASE_SCHEMA,
           poolSize: e.WORKROOM_DATABASE_POOL_SIZE,
+          namedStatements: e.WORKROOM_DATABASE_NAMED_STATEMENTS,
         }
       : { kind: 'sqlite', file: `${dataDir}/workroom.db` },
     admin: {

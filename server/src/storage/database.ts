@@ -7,6 +7,7 @@ import type { Config } from '../config/config.js';
 import type { Database } from './schema.js';
 import * as m0001 from './migrations/0001_initial.js';
 import { startCheckpointer, type Checkpointer } from './sqlite-checkpointer.js';
+import { useNamedStatements } from './pg-statements.js';
 import { engineDialect, SqliteEngine } from './sqlite-engine.js';
 
 export type Dialect = 'sqlite' | 'postgres';
@@ -92,6 +93,7 @@ export async function openPostgres(
   url: string,
   schema: string | undefined,
   poolSize: number,
+  namedStatements = true,
 ): Promise<DatabaseHandle> {
   if (schema) {
     // Create the schema once, then point every pooled connection's search_path at it.
@@ -109,6 +111,7 @@ export async function openPostgres(
     types: pgTypes,
     ...(schema ? { options: `-c search_path="${schema}"` } : {}),
   });
+  if (namedStatements) useNamedStatements(pool);
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
   return { db, dialect: 'postgres', schema, close: () => db.destroy() };
 }
@@ -116,7 +119,7 @@ export async function openPostgres(
 export async function openDatabase(config: Config['database']): Promise<DatabaseHandle> {
   return config.kind === 'sqlite'
     ? openSqlite(config.file)
-    : openPostgres(config.url, config.schema, config.poolSize);
+    : openPostgres(config.url, config.schema, config.poolSize, config.namedStatements);
 }
 
 export async function migrate(handle: DatabaseHandle): Promise<string[]> {

@@ -1,4 +1,5 @@
 import { CompiledQuery, type Compilable, type Kysely, type QueryResult } from 'kysely';
+import { namePgStatement } from '../pg-statements.js';
 import { runNow } from '../sqlite-engine.js';
 import type { Executor } from './executor.js';
 
@@ -29,6 +30,7 @@ export function prepared<A extends (string | number | null)[], R>(
       });
       entry = { sql: compiled.sql, slots };
       cache.set(key, entry);
+      namePgStatement(compiled.sql); // on PostgreSQL: parsed and planned once per connection
     }
     const params = entry.slots.map((s) => (typeof s === 'number' ? args[s] : s.fixed));
     // On SQLite, run it right here when that is safe (see runNow; reads outside transactions may be
