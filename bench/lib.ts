@@ -9,6 +9,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import pg from 'pg';
 import { Pool } from 'undici';
 
 export const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
@@ -97,6 +98,9 @@ export async function startWorkroom(
 ): Promise<ServerProcess & { dataDir: string }> {
   const port = await freePort();
   const dataDir = mkdtempSync(join(tmpdir(), 'wr-bench-'));
+  // On PostgreSQL (env DATABASE_URL): a schema of its own, dropped afterwards.
+  const schema = env.DATABASE_URL ? `wr_bench_${process.pid}_${port}` : undefined;
+  if (schema) env = { ...env, WORKROOM_DATABASE_SCHEMA: schema };
   const srv = await spawnServer(
     process.execPath,
     [join(ROOT, 'server/dist/main.js')],
@@ -120,6 +124,12 @@ export async function startWorkroom(
     async stop() {
       await srv.stop();
       rmSync(dataDir, { recursive: true, force: true });
+      if (schema) {
+        const client = new pg.Client({ connectionString: env.DATABASE_URL });
+        await client.connect();
+        await client.query(`drop schema if exists "${schema}" cascade`);
+        await client.end();
+      }
     },
   };
 }
