@@ -1,7 +1,7 @@
 import { McpError, ResourceListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectStatus } from './helpers/client.js';
-import { sdkClient, textOf } from './helpers/mcp.js';
+import { sdkClient, textOf, withSdkClient } from './helpers/mcp.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
 import { uniq, World, type BotHandle } from './helpers/world.js';
 
@@ -46,8 +46,7 @@ describe('MCP with the official SDK client', () => {
   afterAll(() => srv.close());
 
   it('initializes (negotiating 2025-03-26), pings, lists nine tools with input schemas', async () => {
-    const { client, transport } = await sdkClient(srv.url, bot.key);
-    try {
+    await withSdkClient(srv.url, bot.key, async (client, transport) => {
       expect(client.getServerVersion()).toMatchObject({ name: 'workroom' });
       expect(client.getServerCapabilities()).toMatchObject({ tools: {}, resources: {} });
       expect(client.getInstructions()).toContain('list_channels');
@@ -72,15 +71,11 @@ describe('MCP with the official SDK client', () => {
       const create = tools.find((t) => t.name === 'create_task')!;
       expect(create.inputSchema.required).toEqual(['topic_id', 'title']);
       expect(create.inputSchema.properties!.priority).toMatchObject({ default: 'medium' });
-    } finally {
-      await transport.terminateSession();
-      await client.close();
-    }
+    });
   });
 
   it('calls every tool', async () => {
-    const { client, transport } = await sdkClient(srv.url, bot.key);
-    try {
+    await withSdkClient(srv.url, bot.key, async (client) => {
       const call = async (name: string, args: Record<string, unknown>) => {
         const r = await client.callTool({ name, arguments: args });
         expect(r.isError ?? false, textOf(r)).toBe(false);
@@ -137,15 +132,11 @@ describe('MCP with the official SDK client', () => {
       const users = await call('list_users', { department: 'rocket', role: 'member' });
       expect(users).toContain(member.id);
       expect(users).toMatch(/^1 user:/);
-    } finally {
-      await transport.terminateSession();
-      await client.close();
-    }
+    });
   });
 
   it('lists and reads resources', async () => {
-    const { client, transport } = await sdkClient(srv.url, bot.key);
-    try {
+    await withSdkClient(srv.url, bot.key, async (client) => {
       const { resources } = await client.listResources();
       const uris = resources.map((r) => r.uri);
       expect(uris).toContain(`workroom://channels/${channelId}`);
@@ -159,10 +150,7 @@ describe('MCP with the official SDK client', () => {
         .catch((e) => e);
       expect(err).toBeInstanceOf(McpError);
       expect(err.code).toBe(-32002);
-    } finally {
-      await transport.terminateSession();
-      await client.close();
-    }
+    });
   });
 
   it('refuses a tool outside the key scopes with -32003 naming the scope', async () => {
@@ -170,8 +158,7 @@ describe('MCP with the official SDK client', () => {
       await w.admin.api.post(`/api/bots/${bot.id}/api-keys`, { scopes: ['messages:read'] }),
       201,
     );
-    const { client, transport } = await sdkClient(srv.url, k.key);
-    try {
+    await withSdkClient(srv.url, k.key, async (client) => {
       const err = await client
         .callTool({ name: 'send_message', arguments: { channel_id: channelId, content: 'hi' } })
         .catch((e) => e);
@@ -183,15 +170,11 @@ describe('MCP with the official SDK client', () => {
       expect(
         (await client.callTool({ name: 'read_messages', arguments: { channel_id: channelId } })).isError,
       ).toBeFalsy();
-    } finally {
-      await transport.terminateSession();
-      await client.close();
-    }
+    });
   });
 
   it('receives resources/list_changed on its GET stream when the bot joins a channel', async () => {
-    const { client, transport } = await sdkClient(srv.url, bot.key);
-    try {
+    await withSdkClient(srv.url, bot.key, async (client) => {
       const changed = new Promise<void>((resolve) =>
         client.setNotificationHandler(ResourceListChangedNotificationSchema, () => resolve()),
       );
@@ -202,15 +185,11 @@ describe('MCP with the official SDK client', () => {
       await changed;
       const { resources } = await client.listResources();
       expect(resources.map((r) => r.uri)).toContain(`workroom://channels/${other}`);
-    } finally {
-      await transport.terminateSession();
-      await client.close();
-    }
+    });
   });
 
   it('receives resources/list_changed when a new DM room of the bot appears, and lists it', async () => {
-    const { client, transport } = await sdkClient(srv.url, bot.key);
-    try {
+    await withSdkClient(srv.url, bot.key, async (client) => {
       let changes = 0;
       const changed = new Promise<void>((resolve) =>
         client.setNotificationHandler(ResourceListChangedNotificationSchema, () => {
@@ -234,15 +213,11 @@ describe('MCP with the official SDK client', () => {
       );
       await new Promise((r) => setTimeout(r, 200));
       expect(changes).toBe(1);
-    } finally {
-      await transport.terminateSession();
-      await client.close();
-    }
+    });
   });
 
   it('receives resources/list_changed when the bot joins a project and when a topic appears in it', async () => {
-    const { client, transport } = await sdkClient(srv.url, bot.key);
-    try {
+    await withSdkClient(srv.url, bot.key, async (client) => {
       let changes = 0;
       client.setNotificationHandler(ResourceListChangedNotificationSchema, () => {
         changes++;
@@ -265,10 +240,7 @@ describe('MCP with the official SDK client', () => {
       await until(2);
       const { resources } = await client.listResources();
       expect(resources.map((r) => r.uri)).toContain(`workroom://topics/${topic.id}`);
-    } finally {
-      await transport.terminateSession();
-      await client.close();
-    }
+    });
   });
 
   it('after the session is ended, its id answers 404', async () => {

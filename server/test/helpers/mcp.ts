@@ -91,6 +91,21 @@ export async function sdkClient(
   return { client, transport };
 }
 
+/** Runs `fn` with a connected SDK client, then ends its session and closes it, also when `fn` fails. */
+export async function withSdkClient(
+  baseUrl: string,
+  key: string,
+  fn: (client: Client, transport: StreamableHTTPClientTransport) => Promise<void>,
+): Promise<void> {
+  const { client, transport } = await sdkClient(baseUrl, key);
+  try {
+    await fn(client, transport);
+  } finally {
+    await transport.terminateSession();
+    await client.close();
+  }
+}
+
 /** The text of a tool result. */
 export const textOf = (r: any): string =>
   (r.content as { type: string; text: string }[]).map((c) => c.text).join('\n');
