@@ -29,6 +29,9 @@ import {
  * uncommitted group: while one is open they run on a second, read-only connection that sees the last
  * commit (WAL lets it read while the writer writes).
  *
+ * Reads outside a transaction are also answered from a committed-read cache, emptied by every commit
+ * (see `#results`).
+ *
  * The writer is guarded by a FIFO lock (a transaction owns it until it ends), visible so that
  * `prepared` statements on the request path can run synchronously without Kysely's promise chain
  * whenever that is safe. Statements are prepared once per SQL text and reused.
@@ -445,8 +448,8 @@ export function engineDialect(engine: SqliteEngine): Dialect {
 
 /**
  * Runs a prepared statement at once, without Kysely's promise chain, when that is safe: inside the
- * transaction that holds the connection, or when the connection is free (a write then joins the group
- * and the promise resolves after its commit); a read while a transaction holds the writer runs on the
+ * transaction that holds the connection, or when the connection is free (a write then commits at once,
+ * or joins the open group and resolves after its commit); a read while a transaction holds the writer runs on the
  * reader connection (committed data, no waiting). `cacheable` reads outside a transaction may be
  * answered from the committed-read cache. Undefined: not ours to run now, go through Kysely (which
  * waits for the connection).
