@@ -133,9 +133,26 @@ export async function migrate(handle: DatabaseHandle): Promise<string[]> {
     ...(handle.schema ? { migrationTableSchema: handle.schema } : {}),
     provider: { getMigrations: () => Promise.resolve(migrations) },
   });
-  const { error, results } = await migrator.migrateToLatest();
-  if (error) throw error instanceof Error ? error : new Error(String(error));
-  return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
+  for (let attempt = 1; ; attempt++) {
+    const { error, results } = await migrator.migrateToLatest().catch((e: unknown) => ({
+      error: e,
+      results: undefined,
+    }));
+    if (!error) return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
+    // Kysely looks for its migration tables with a query over every schema of the database (calling
+    // has_schema_privilege on each): a schema another client drops meanwhile fails that query with
+    // "schema … does not exist" (3F000). Not ours to worry about: look again shortly.
+    if (attempt < 10 && isOtherSchemaGone(error, handle.schema)) {
+      await new Promise((r) => setTimeout(r, 10 + Math.random() * 40));
+      continue;
+    }
+    throw error instanceof Error ? error : new Error(String(error));
+  }
+}
+
+function isOtherSchemaGone(error: unknown, ours: string | undefined): boolean {
+  const e = error as { code?: string; message?: string } | null;
+  return e?.code === '3F000' && !(ours !== undefined && e.message?.includes(`"${ours}"`));
 }
 
 export async function pingDatabase(handle: DatabaseHandle): Promise<boolean> {
