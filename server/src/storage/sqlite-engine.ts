@@ -127,16 +127,17 @@ export class SqliteEngine {
 
   /**
    * Committed-read cache: results of reads made outside any transaction (at most `CACHED_ROWS_MAX` rows
-   * each, at most `CACHED_RESULTS_MAX` results and `CACHED_ROWS_TOTAL` rows in all), keyed by SQL and
-   * parameters, and emptied by every commit on the writer — the way the database changes while the
-   * server runs (and, within a millisecond, when another process writes to the file: see
-   * `#noticeOtherWriters`). No query of ours asks SQLite for the time or a random value. So an entry
-   * is what the query would return now.
-   * Rows are frozen: they are shared by every caller. (A read whose arguments change on every call, a
-   * timestamp say, would only churn it: compare times in code instead, as `findByToken` does.)
+   * each, at most `CACHED_RESULTS_MAX` results, `CACHED_ROWS_TOTAL` rows and `CACHED_BYTES_TOTAL` in
+   * all), keyed by SQL and parameters, and emptied by every commit on the writer — the way the
+   * database changes while the server runs (and, within a millisecond, when another process writes to
+   * the file: see `#noticeOtherWriters`). No query of ours asks SQLite for the time or a random value.
+   * So an entry is what the query would return now. Rows are frozen: they are shared by every caller.
+   * (A read whose arguments change on every call, a timestamp say, would only churn it: compare times
+   * in code instead, as `findByToken` does.)
    */
   readonly #results = new Map<string, unknown[]>();
   #cachedRows = 0;
+  #cachedBytes = 0;
 
   #dataVersion: BetterSqlite3.Statement | undefined;
   #lastDataVersion: unknown;
@@ -164,6 +165,7 @@ export class SqliteEngine {
     if (this.#results.size === 0) return;
     this.#results.clear();
     this.#cachedRows = 0;
+    this.#cachedBytes = 0;
   }
 
   #readCommitted<R>(
@@ -181,14 +183,20 @@ export class SqliteEngine {
     let rows = this.#results.get(key) as R[] | undefined;
     if (!rows) {
       rows = allRows<R>(source, parameters);
-      if (rows.length <= CACHED_ROWS_MAX) {
+      const bytes = rows.length <= CACHED_ROWS_MAX ? approximateSize(rows) : Infinity;
+      if (bytes <= CACHED_BYTES_TOTAL / 8) {
         for (const r of rows) Object.freeze(r);
         Object.freeze(rows);
-        // A bound on what the cache holds (entries and rows), whatever the queries: start afresh.
-        if (this.#results.size >= CACHED_RESULTS_MAX || this.#cachedRows + rows.length > CACHED_ROWS_TOTAL)
+        // A bound on what the cache holds (results, rows, bytes), whatever the queries: start afresh.
+        if (
+          this.#results.size >= CACHED_RESULTS_MAX ||
+          this.#cachedRows + rows.length > CACHED_ROWS_TOTAL ||
+          this.#cachedBytes + bytes > CACHED_BYTES_TOTAL
+        )
           this.#clearResults();
         this.#results.set(key, rows);
         this.#cachedRows += rows.length;
+        this.#cachedBytes += bytes;
       }
     }
     return { rows };
@@ -350,6 +358,18 @@ function cached(cache: Map<string, BetterSqlite3.Statement>, db: BetterSqlite3.D
 const CACHED_RESULTS_MAX = 2000;
 const CACHED_ROWS_MAX = 100;
 const CACHED_ROWS_TOTAL = 20_000;
+/** Messages may be 50,000 characters: rows alone do not bound the memory. One result: an eighth. */
+const CACHED_BYTES_TOTAL = 64 * 1024 * 1024;
+
+/** Roughly the memory of a result: two bytes a character of its strings, eight a number. */
+function approximateSize(rows: readonly unknown[]): number {
+  let n = 0;
+  for (const r of rows) {
+    for (const v of Object.values(r as Record<string, unknown>))
+      n += typeof v === 'string' ? 2 * v.length : 8;
+  }
+  return n;
+}
 
 /** Parameters are strings, numbers, bigints or null; the prefixes keep 1, '1' and null apart. */
 function cacheKey(text: string, parameters: readonly unknown[]): string {
