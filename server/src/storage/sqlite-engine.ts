@@ -365,8 +365,11 @@ const CACHED_BYTES_TOTAL = 64 * 1024 * 1024;
 function approximateSize(rows: readonly unknown[]): number {
   let n = 0;
   for (const r of rows) {
-    for (const v of Object.values(r as Record<string, unknown>))
+    const o = r as Record<string, unknown>;
+    for (const k in o) {
+      const v = o[k];
       n += typeof v === 'string' ? 2 * v.length : 8;
+    }
   }
   return n;
 }
