@@ -41,6 +41,9 @@ export const limit = (def: number, max: number) =>
     .max(max, `must be at most ${max}`)
     .default(def);
 
+/** The `q` of a type-ahead lookup (mentions, hashtags): required, may be empty, at most 100 characters. */
+export const lookupQuery = z.string({ message: 'is required' }).max(100, 'must be at most 100 characters');
+
 export const offset = z.coerce.number().int('must be a whole number').min(0, 'must be 0 or more').default(0);
 
 /** Exactly one of channel_id, topic_id, dm_room_id. */

@@ -3,7 +3,7 @@ import { AppError, notFound } from '../../domain/errors.js';
 import { actorRef } from '../context.js';
 import { inOrg, isOrgAdmin, loadChannel, loadProject, loadTopic } from '../access.js';
 import { defineOperation } from '../operation.js';
-import { limit, uuid } from '../schemas.js';
+import { limit, lookupQuery, uuid } from '../schemas.js';
 import { listOf } from '../views.js';
 
 /**
@@ -28,7 +28,7 @@ export const searchHashtags = defineOperation({
   name: 'hashtags.search',
   summary: 'Hashtag suggestions: channels, projects, tasks and tags you can see whose name contains q',
   input: z.strictObject({
-    q: z.string({ message: 'is required' }).max(100, 'must be at most 100 characters'),
+    q: lookupQuery,
     limit: limit(10, 50).describe('Per type'),
   }),
   output: listOf(HashtagItem),

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { loadChannel } from '../access.js';
 import { defineOperation } from '../operation.js';
-import { limit, uuid } from '../schemas.js';
+import { limit, lookupQuery, uuid } from '../schemas.js';
 import { listOf } from '../views.js';
 
 /**
@@ -34,7 +34,7 @@ export const searchMentions = defineOperation({
   name: 'mentions.users',
   summary: 'Mention suggestions: special (@all, @here), user, department or bot; channel members first',
   input: z.strictObject({
-    q: z.string({ message: 'is required' }).max(100, 'must be at most 100 characters'),
+    q: lookupQuery,
     channel_id: uuid('channel').optional(),
     limit: limit(20, 50),
   }),
