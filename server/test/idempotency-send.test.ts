@@ -3,6 +3,7 @@ import { authenticateBotKey } from '../src/operations/auth/authenticate.js';
 import { withIdempotency } from '../src/operations/idempotency.js';
 import { sendMessage } from '../src/operations/messages/messages.js';
 import { runOperation } from '../src/operations/operation.js';
+import { write } from '../src/operations/write.js';
 import { expectStatus } from './helpers/client.js';
 import { rawMcp, rawSession } from './helpers/mcp.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
@@ -139,5 +140,35 @@ describe('idempotent send_message', () => {
     expect(retry.headers.get('idempotent-replayed')).toBe('true');
     expect(retry.body.content).toBe(input.content);
     expect(await count(input.content)).toBe(1);
+  });
+
+  it("a consumer woken by the request's events writes on its own, outside the request's record", async () => {
+    const services = srv.app.services;
+    const consumerWrites: Promise<unknown>[] = [];
+    const unsubscribe = services.bus.subscribe((events) => {
+      if (!events.some((e) => e.type === 'message.created')) return;
+      // As a delivery worker would: its own write, started from the bus.
+      consumerWrites.push(
+        new Promise((r) => setImmediate(r)).then(() => write(services, async () => 'consumer')),
+      );
+    });
+    try {
+      const sent = await bot.api.post(
+        `/api/channels/${channelId}/messages`,
+        { content: 'woke a consumer' },
+        { headers: { 'idempotency-key': 'consumer-1' } },
+      );
+      expect(sent.status).toBe(201);
+      expect(consumerWrites.length).toBeGreaterThan(0);
+      expect(await Promise.all(consumerWrites)).toEqual(consumerWrites.map(() => 'consumer'));
+      const replay = await bot.api.post(
+        `/api/channels/${channelId}/messages`,
+        { content: 'woke a consumer' },
+        { headers: { 'idempotency-key': 'consumer-1' } },
+      );
+      expect(replay.body).toEqual(sent.body);
+    } finally {
+      unsubscribe();
+    }
   });
 });

@@ -1,3 +1,4 @@
+import { AsyncResource } from 'node:async_hooks';
 import type { EventRow } from '../storage/schema.js';
 import type { Selectable } from 'kysely';
 
@@ -7,10 +8,13 @@ type Listener = (events: PublishedEvent[]) => void;
 /**
  * In-process fan-out of events after their transaction committed. The outbox table is the durable
  * record; this bus only wakes local consumers (SSE streams, the webhook worker) without polling delay.
- * Listeners must not throw or block; a failing listener is isolated from the others.
+ * Listeners must not throw or block; a failing listener is isolated from the others. They run in the
+ * bus's own async context, not the publishing request's: what a consumer starts (a delivery, a write)
+ * carries no request-scoped state along, such as the idempotency record the request is completing.
  */
 export class EventBus {
   readonly #listeners = new Set<Listener>();
+  readonly #scope = new AsyncResource('EventBus');
 
   subscribe(listener: Listener): () => void {
     this.#listeners.add(listener);
@@ -18,13 +22,15 @@ export class EventBus {
   }
 
   publish(events: PublishedEvent[]): void {
-    if (events.length === 0) return;
-    for (const l of this.#listeners) {
-      try {
-        l(events);
-      } catch {
-        // A consumer's bug must not break the request that committed the change.
+    if (events.length === 0 || this.#listeners.size === 0) return;
+    this.#scope.runInAsyncScope(() => {
+      for (const l of this.#listeners) {
+        try {
+          l(events);
+        } catch {
+          // A consumer's bug must not break the request that committed the change.
+        }
       }
-    }
+    });
   }
 }

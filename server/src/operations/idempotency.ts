@@ -50,6 +50,8 @@ interface PendingRecord {
   statusOf: (result: unknown) => number;
   /** The response stored by the write, once it has run. */
   stored?: string;
+  /** The operation has ended: work it left behind (a timer, say) is not its write. */
+  ended?: boolean;
 }
 const pendingRecord = new AsyncLocalStorage<PendingRecord>();
 
@@ -59,7 +61,7 @@ const pendingRecord = new AsyncLocalStorage<PendingRecord>();
  */
 export async function completeInWrite(stores: Stores, value: unknown): Promise<void> {
   const p = pendingRecord.getStore();
-  if (!p) return;
+  if (!p || p.ended) return;
   if (p.stored !== undefined) {
     throw new AppError('internal', 'An idempotent operation must make one write (it made a second)');
   }
@@ -130,6 +132,8 @@ export async function withIdempotency(
         // Releases a pending claim only: if the write committed, its completed record stays.
         await store.release(rk, now).catch(() => undefined);
         throw err;
+      } finally {
+        pending.ended = true;
       }
       const response = JSON.stringify(result.body);
       if (pending.stored !== response) {
