@@ -187,7 +187,7 @@ describe.skipIf(Boolean(process.env.DATABASE_URL))('SQLite rows', () => {
       ]);
       // The committed-read cache keeps small results, and never one that would take megabytes.
       const read = (v: string) =>
-        (engine.runOutsideTransaction('select ? as v', [v], true) as { rows: unknown[] }).rows;
+        (engine.runOutsideTransaction('select ? as v', [v]) as { rows: unknown[] }).rows;
       expect(read('small')).toBe(read('small'));
       const huge = 'x'.repeat(5_000_000);
       expect(read(huge)).not.toBe(read(huge));
@@ -206,11 +206,7 @@ describe.skipIf(Boolean(process.env.DATABASE_URL))('SQLite committed-read cache'
       await storage.migrate();
       const org = await storage.stores.orgs.create('Acme');
       const read = () =>
-        handle.sqlite!.runOutsideTransaction(
-          'select id, name from organizations where id = ?',
-          [org.id],
-          true,
-        ) as {
+        handle.sqlite!.runOutsideTransaction('select id, name from organizations where id = ?', [org.id]) as {
           rows: { name: string }[];
         };
       const cached = read();

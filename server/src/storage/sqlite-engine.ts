@@ -79,17 +79,16 @@ export class SqliteEngine {
    * Runs a statement that is not part of a transaction, now: a read sees committed data only; a write
    * commits at once, or, if a group is open, joins it and its promise resolves after the group's
    * commit. The connection must be free or owned by the caller's (non-transaction) statement.
-   * `cacheable` reads may be answered from the committed-read cache (see `#results`).
+   * Reads may be answered from the committed-read cache (see `#results`).
    */
   runOutsideTransaction<R>(
     text: string,
     parameters: readonly unknown[],
-    cacheable = false,
   ): QueryResult<R> | Promise<QueryResult<R>> {
     const stmt = this.statement(text);
     if (stmt.reader) {
       if (this.#group && !this.reader) this.commitGroup(); // no reader (in-memory database): commit first
-      return this.#readCommitted<R>(stmt, text, parameters, cacheable);
+      return this.#committedRows<R>(stmt, text, parameters);
     }
     // No group open: commit on its own at once (holding the writer for one event-loop turn would send
     // every read of that turn to the reader). Otherwise join the group and resolve after its commit.
@@ -114,15 +113,11 @@ export class SqliteEngine {
    * Runs a read while a transaction holds the writer: on the reader connection, which sees the last
    * commit. Undefined when the statement is not a read (or there is no reader): it must wait its turn.
    */
-  readCommitted<R>(
-    text: string,
-    parameters: readonly unknown[],
-    cacheable = false,
-  ): QueryResult<R> | undefined {
+  readCommitted<R>(text: string, parameters: readonly unknown[]): QueryResult<R> | undefined {
     if (!this.reader) return undefined;
     const stmt = this.statement(text);
     if (!stmt.reader) return undefined;
-    return this.#readCommitted<R>(stmt, text, parameters, cacheable);
+    return this.#committedRows<R>(stmt, text, parameters);
   }
 
   /**
@@ -168,16 +163,14 @@ export class SqliteEngine {
     this.#cachedBytes = 0;
   }
 
-  #readCommitted<R>(
+  #committedRows<R>(
     stmt: BetterSqlite3.Statement,
     text: string,
     parameters: readonly unknown[],
-    cacheable: boolean,
   ): QueryResult<R> {
     // With a group open (uncommitted changes on the writer), committed data is on the reader.
     const source =
       this.#group || this.#inTransaction ? cached(this.#readStatements, this.reader!, text) : stmt;
-    if (!cacheable) return { rows: allRows<R>(source, parameters) };
     this.#noticeOtherWriters();
     const key = cacheKey(text, parameters);
     let rows = this.#results.get(key) as R[] | undefined;
@@ -410,7 +403,7 @@ class EngineConnection implements DatabaseConnection {
   executeQuery<R>(q: CompiledQuery): Promise<QueryResult<R>> {
     const { engine } = this;
     if (engine.inTransaction) return Promise.resolve(engine.run<R>(q.sql, q.parameters));
-    return Promise.resolve(engine.runOutsideTransaction<R>(q.sql, q.parameters, true));
+    return Promise.resolve(engine.runOutsideTransaction<R>(q.sql, q.parameters));
   }
 
   async *streamQuery<R>(q: CompiledQuery): AsyncIterableIterator<QueryResult<R>> {
@@ -473,21 +466,20 @@ export function engineDialect(engine: SqliteEngine): Dialect {
  * Runs a prepared statement at once, without Kysely's promise chain, when that is safe: inside the
  * transaction that holds the connection, or when the connection is free (a write then commits at once,
  * or joins the open group and resolves after its commit); a read while a transaction holds the writer runs on the
- * reader connection (committed data, no waiting). `cacheable` reads outside a transaction may be
- * answered from the committed-read cache. Undefined: not ours to run now, go through Kysely (which
+ * reader connection (committed data, no waiting). Reads outside a transaction may be answered from
+ * the committed-read cache. Undefined: not ours to run now, go through Kysely (which
  * waits for the connection).
  */
 export function runNow<R>(
   db: Kysely<unknown>,
   text: string,
   parameters: readonly unknown[],
-  cacheable = false,
 ): QueryResult<R> | Promise<QueryResult<R>> | undefined {
   const engine = ENGINES.get(db.getExecutor().adapter);
   if (!engine) return undefined;
   if (HOLDERS.has(db)) return engine.run<R>(text, parameters);
-  if (!engine.locked) return engine.runOutsideTransaction<R>(text, parameters, cacheable);
-  return engine.readCommitted<R>(text, parameters, cacheable);
+  if (!engine.locked) return engine.runOutsideTransaction<R>(text, parameters);
+  return engine.readCommitted<R>(text, parameters);
 }
 
 /**

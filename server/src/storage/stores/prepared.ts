@@ -36,7 +36,7 @@ export function prepared<A extends (string | number | null)[], R>(
     // On SQLite, run it right here when that is safe (see runNow; reads outside transactions may be
     // answered from the committed-read cache); otherwise through Kysely.
     return (
-      runNow<R>(db as Kysely<unknown>, entry.sql, params, true) ??
+      runNow<R>(db as Kysely<unknown>, entry.sql, params) ??
       db.executeQuery<R>(CompiledQuery.raw(entry.sql, params) as CompiledQuery<R>)
     );
   };
