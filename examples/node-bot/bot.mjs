@@ -1,0 +1,64 @@
+// An echo/help bot for Workroom: answers /echo and /todo, reacts to messages, creates tasks.
+// Run: see README.md (WORKROOM_URL, WORKROOM_BOT_KEY, WORKROOM_WEBHOOK_SECRET; optional TODO_TOPIC_ID, PORT).
+import { WebhookReceiver, WorkroomClient, WorkroomError } from '@workroom/sdk';
+
+const need = (name) => process.env[name] || (console.error(`Set ${name} (see README.md)`), process.exit(1));
+const client = new WorkroomClient({
+  baseUrl: process.env.WORKROOM_URL ?? 'http://localhost:3000',
+  apiKey: need('WORKROOM_BOT_KEY'),
+});
+const receiver = new WebhookReceiver({
+  port: Number(process.env.PORT ?? 8000),
+  secret: need('WORKROOM_WEBHOOK_SECRET'),
+});
+
+const me = await client.auth();
+console.log(`signed in as bot ${me.name} (${me.bot_id})`);
+
+// Slash commands appear in the palette once registered; registering again answers 409, which is fine.
+const commands = [
+  { command: 'echo', description: 'Repeat what you say', usageHint: '/echo <text>' },
+  { command: 'todo', description: 'Create a task', usageHint: '/todo <title>' },
+];
+for (const c of commands) {
+  await client.registerCommand(c).catch((e) => {
+    if (!(e instanceof WorkroomError && e.code === 'conflict')) throw e;
+  });
+}
+
+// The returned text is the bot's reply (it must come within 4 s; longer work goes through the client).
+receiver.command('echo', (cmd) => cmd.args || 'Nothing to echo. Usage: /echo <text>');
+
+receiver.command('todo', async (cmd) => {
+  const topicId = cmd.topic_id ?? process.env.TODO_TOPIC_ID;
+  if (!topicId) return 'Run /todo in a project topic (or start the bot with TODO_TOPIC_ID).';
+  if (!cmd.args) return 'Usage: /todo <title>';
+  const task = await client.createTask({ topic_id: topicId, title: cmd.args, assignee_id: cmd.user_id });
+  return { content: `Created task "${task.title}" (${task.task_id}), assigned to you.`, ephemeral: true };
+});
+
+// Handlers run after the receiver has answered 200, so they may take their time.
+receiver.on('message.created', async (event) => {
+  const m = event.data;
+  if (m.sender_type === 'bot') return; // never answer bots (ourselves included)
+  const target = m.channel_id
+    ? { channelId: m.channel_id }
+    : m.topic_id
+      ? { topicId: m.topic_id }
+      : { dmRoomId: m.dm_room_id };
+  const text = m.content.trim();
+  if (/^!?help\b/i.test(text)) {
+    await client.sendMessage({
+      ...target,
+      content: 'I answer `/echo <text>` and `/todo <title>`; `!echo <text>` works too.',
+    });
+  } else if (text.startsWith('!echo ')) {
+    await client.sendMessage({ ...target, content: text.slice(6) });
+  }
+});
+
+receiver.on('*', (event) => console.log(`event ${event.event_type}`));
+
+await receiver.start();
+console.log(`listening on :${receiver.port}/webhook`);
+process.on('SIGINT', () => receiver.stop().then(() => process.exit(0)));

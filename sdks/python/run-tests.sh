@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# The Python SDK's checks: mypy (strict) and the unittest suite against a real Workroom server started from
+# server/dist/main.js (built first if missing). With DATABASE_URL set, the servers run on PostgreSQL, each in
+# a schema of its own. Needs node, python3 >= 3.9; the install test needs Debian's python3-venv and
+# python3-wheel-whl (apt-get install -y python3-venv python3-wheel-whl mypy).
+# Prints unittest's summary and a last line "python-sdk: N passed, N failed"; exits non-zero on failure.
+set -uo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+repo="$(cd "$here/../.." && pwd)"
+PY="${PYTHON:-python3}"
+
+if [ -z "${WORKROOM_TEST_SERVER_MAIN:-}" ] && [ ! -f "$repo/server/dist/main.js" ]; then
+  (cd "$repo" && npm run --silent build) || { echo "python-sdk: 0 passed, 1 failed"; exit 1; }
+fi
+
+status=0
+if command -v mypy >/dev/null 2>&1; then
+  echo "== mypy --strict (Python 3.9 rules)"
+  (cd "$here" && mypy workroom tests) || status=1
+else
+  echo "mypy is not installed (apt-get install -y mypy): type check not run" >&2
+  status=1
+fi
+
+echo "== unittest"
+(cd "$here" && "$PY" tests/run.py "$@") || status=1
+exit $status

@@ -1,0 +1,151 @@
+"""Shapes of the server's answers and of webhook envelopes (from the OpenAPI document, /api/openapi.json).
+
+They are ``TypedDict``s: at run time every value is a plain ``dict`` as the server sent it, so fields the
+server adds later are kept, and type checkers know the documented ones.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Literal, Optional, TypedDict
+
+Priority = Literal["low", "medium", "high", "urgent"]
+TaskStatus = Literal["todo", "in_progress", "review", "done"]
+Role = Literal["system_admin", "org_admin", "dept_admin", "member"]
+ContainerType = Literal["channels", "projects", "topics", "all"]
+SearchType = Literal["messages", "users", "tasks", "channels", "all"]
+
+
+class BotInfo(TypedDict):
+    bot_id: str
+    name: str
+    type: str
+    org_id: str
+    status: str
+    key_id: str
+    key_type: str
+    scopes: Optional[List[str]]
+    expires_at: Optional[str]
+
+
+class Message(TypedDict):
+    id: str
+    org_id: str
+    channel_id: Optional[str]
+    topic_id: Optional[str]
+    dm_room_id: Optional[str]
+    sender_type: Literal["user", "bot"]
+    sender_id: str
+    bot_id: Optional[str]
+    content: str
+    content_html: Optional[str]
+    created_at: str
+    edited_at: Optional[str]
+    deleted_at: Optional[str]
+
+
+class DeletedMessage(TypedDict):
+    id: str
+    deleted: bool
+    deleted_at: str
+
+
+class Command(TypedDict):
+    id: str
+    bot_id: str
+    command: str
+    description: str
+    usage_hint: Optional[str]
+    created_at: str
+    updated_at: str
+
+
+class DeletedCommand(TypedDict):
+    bot_id: str
+    command: str
+    deleted: bool
+
+
+class Task(TypedDict):
+    task_id: str
+    id: str
+    org_id: str
+    topic_id: str
+    title: str
+    description: str
+    priority: str
+    status: str
+    assignee_id: Optional[str]
+    due_date: Optional[str]
+    created_by_type: Literal["user", "bot"]
+    created_by_id: str
+    created_at: str
+    updated_at: str
+
+
+class User(TypedDict):
+    id: str
+    org_id: str
+    email: str
+    display_name: str
+    role: str
+    status: str
+    department: Optional[str]
+    created_at: str
+
+
+class Channel(TypedDict):
+    id: str
+    org_id: str
+    name: str
+    description: str
+    is_private: bool
+    created_at: str
+    updated_at: str
+
+
+class Project(TypedDict):
+    id: str
+    org_id: str
+    name: str
+    description: str
+    created_at: str
+
+
+class Topic(TypedDict):
+    id: str
+    org_id: str
+    project_id: str
+    name: str
+    created_at: str
+
+
+class Containers(TypedDict, total=False):
+    channels: List[Channel]
+    projects: List[Project]
+    topics: List[Topic]
+
+
+class SearchResult(TypedDict, total=False):
+    query: str
+    messages: List[Message]
+    users: List[User]
+    tasks: List[Task]
+    channels: List[Channel]
+
+
+class Envelope(TypedDict, total=False):
+    """A webhook delivery as a handler receives it (``signature`` is present as sent)."""
+
+    event_type: str
+    timestamp: str
+    bot_id: str
+    data: Dict[str, Any]
+    event_id: str
+    signature: str
+
+
+class CommandReply(TypedDict, total=False):
+    """What a command handler may return (or just a string: the reply's content)."""
+
+    content: str
+    ephemeral: bool
