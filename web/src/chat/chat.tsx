@@ -1,0 +1,352 @@
+import { useCallback, useEffect, useMemo, useRef, useState } from 'preact/hooks';
+import type { Shell } from '../app';
+import { api, ApiError, describe, ok } from '../api/client';
+import { Realtime, type LiveEvent, type LiveStatus } from '../api/realtime';
+import type { Message } from '../api/types';
+import { Board } from './board';
+import { Composer } from './composer';
+import {
+  loadDirectory,
+  roomFromHash,
+  roomKey,
+  roomOfMessage,
+  roomTitle,
+  type Directory,
+  type RoomRef,
+} from './directory';
+import { MessageList } from './messages';
+import { useRoom } from './room';
+import { SearchResults } from './search';
+import { Sidebar } from './sidebar';
+import { TopBar } from '../topbar';
+
+/** A line shown only to this person in a room: a command's answer or a bot's ephemeral reply. */
+interface Note {
+  id: number;
+  room: string;
+  text: string;
+}
+
+const POLL_MS = 3000;
+
+/** A message from the data of a message.created / message.updated event. */
+function messageFromEvent(data: Record<string, unknown>, orgId: string): Message | null {
+  if (typeof data.message_id !== 'string' || typeof data.content !== 'string') return null;
+  const s = (k: string) => (typeof data[k] === 'string' ? (data[k] as string) : null);
+  return {
+    id: data.message_id,
+    org_id: orgId,
+    channel_id: s('channel_id'),
+    topic_id: s('topic_id'),
+    dm_room_id: s('dm_room_id'),
+    sender_type: data.sender_type === 'bot' ? 'bot' : 'user',
+    sender_id: s('sender_id') ?? '',
+    bot_id: s('bot_id'),
+    content: data.content,
+    content_html: s('content_html'),
+    created_at: s('created_at') ?? new Date().toISOString(),
+    edited_at: s('edited_at'),
+    deleted_at: null,
+  };
+}
+
+export function Chat({ shell }: { shell: Shell }) {
+  const me = shell.session.user;
+  const [dir, setDir] = useState<Directory | null>(null);
+  const [dirError, setDirError] = useState<string | null>(null);
+  const [room, setRoomState] = useState<RoomRef | null>(roomFromHash);
+  const [unread, setUnread] = useState<Set<string>>(new Set());
+  const [live, setLive] = useState<LiveStatus>('connecting');
+  const [unreachable, setUnreachable] = useState(false);
+  const [notes, setNotes] = useState<Note[]>([]);
+  const [navOpen, setNavOpen] = useState(false);
+  const [view, setView] = useState<'messages' | 'board'>('messages');
+  const [taskVersion, setTaskVersion] = useState(0);
+  const [search, setSearch] = useState<string | null>(null);
+  const state = useRoom(room);
+  const roomRef = useRef(room);
+  roomRef.current = room;
+  const noteSeq = useRef(0);
+
+  const reloadDirectory = useCallback(() => {
+    loadDirectory()
+      .then((d) => {
+        setDir(d);
+        setDirError(null);
+        setUnreachable(false);
+      })
+      .catch((e: unknown) => {
+        setDirError(describe(e));
+        if (e instanceof ApiError && e.code === 'unreachable') setUnreachable(true);
+      });
+  }, []);
+  useEffect(reloadDirectory, []);
+
+  const setRoom = useCallback((r: RoomRef) => {
+    if (location.hash !== `#/${r.kind}/${r.id}`) history.pushState(null, '', `/#/${r.kind}/${r.id}`);
+    setRoomState(r);
+    setView('messages');
+    setSearch(null);
+    setUnread((u) => {
+      const n = new Set(u);
+      n.delete(roomKey(r));
+      return n;
+    });
+    setNavOpen(false);
+  }, []);
+
+  // The back button, and links to /#/<kind>/<id>, change the open room.
+  useEffect(() => {
+    const onHash = () => {
+      const r = roomFromHash();
+      if (r && (roomRef.current === null || roomKey(r) !== roomKey(roomRef.current))) setRoom(r);
+    };
+    addEventListener('hashchange', onHash);
+    return () => removeEventListener('hashchange', onHash);
+  }, []);
+
+  // Without a room in the URL, open the first channel.
+  useEffect(() => {
+    // A room named in the hash since the last render wins (its hashchange may not have rendered yet).
+    if (room === null && roomFromHash() === null && dir !== null && dir.channels[0])
+      setRoom({ kind: 'channel', id: dir.channels[0].id });
+  }, [dir, room]);
+
+  const addNote = useCallback((roomK: string, text: string) => {
+    setNotes((n) => [...n.slice(-20), { id: ++noteSeq.current, room: roomK, text }]);
+  }, []);
+
+  // Live updates; while the socket is not live the open room is polled instead.
+  const onEvent = useRef<(e: LiveEvent) => void>(() => undefined);
+  onEvent.current = (e: LiveEvent) => {
+    const data = e.data;
+    if (e.event_type === 'message.created' || e.event_type === 'message.updated') {
+      const m = messageFromEvent(data, me.org_id);
+      const r = m && roomOfMessage(m);
+      if (!m || !r) return;
+      const cur = roomRef.current;
+      if (cur && roomKey(cur) === roomKey(r)) state.upsert(m);
+      else if (e.event_type === 'message.created' && !(m.sender_type === 'user' && m.sender_id === me.id))
+        setUnread((u) => new Set(u).add(roomKey(r)));
+      if (r.kind === 'dm' && !dir?.dms.some((d) => d.id === r.id)) reloadDirectory();
+    } else if (e.event_type === 'message.deleted') {
+      if (typeof data.message_id === 'string') state.remove(data.message_id);
+    } else if (e.event_type.startsWith('task.')) {
+      const cur = roomRef.current;
+      if (cur?.kind === 'topic' && data.topic_id === cur.id) setTaskVersion((v) => v + 1);
+    } else if (/^(channel|member|project|topic|bot)\./.test(e.event_type)) {
+      reloadDirectory();
+    }
+  };
+  useEffect(() => {
+    const rt = new Realtime(shell.session.token, {
+      event: (e) => onEvent.current(e),
+      ephemeral: (m) => {
+        const cur = roomRef.current;
+        const text = [m.text, m.content, m.message].find((x) => typeof x === 'string') as string | undefined;
+        if (cur && text) addNote(roomKey(cur), text);
+      },
+      reset: () => {
+        void state.refresh();
+        reloadDirectory();
+      },
+      status: setLive,
+      unauthorized: () => void ok(api.GET('/api/auth/me')).catch(() => undefined), // a 401 ends the session
+    });
+    rt.start();
+    return () => rt.stop();
+  }, []);
+
+  useEffect(() => {
+    if (live === 'live' || room === null) return;
+    const t = setInterval(() => {
+      state.refresh().then(
+        () => setUnreachable(false),
+        (e: unknown) => setUnreachable(e instanceof ApiError && e.code === 'unreachable'),
+      );
+    }, POLL_MS);
+    return () => clearInterval(t);
+  }, [live, room && roomKey(room)]);
+
+  const title = dir && room ? roomTitle(dir, room, me) : '';
+  const target = useMemo(
+    () =>
+      room === null
+        ? null
+        : room.kind === 'channel'
+          ? { channel_id: room.id }
+          : room.kind === 'topic'
+            ? { topic_id: room.id }
+            : { dm_room_id: room.id },
+    [room],
+  );
+
+  async function send(content: string) {
+    if (room === null) return;
+    const body = { content };
+    const m =
+      room.kind === 'channel'
+        ? await ok(
+            api.POST('/api/channels/{channelId}/messages', {
+              params: { path: { channelId: room.id } },
+              body,
+            }),
+          )
+        : room.kind === 'topic'
+          ? await ok(
+              api.POST('/api/topics/{topicId}/messages', { params: { path: { topicId: room.id } }, body }),
+            )
+          : await ok(
+              api.POST('/api/dm-rooms/{dmRoomId}/messages', {
+                params: { path: { dmRoomId: room.id } },
+                body,
+              }),
+            );
+    state.upsert(m);
+  }
+
+  async function runCommand(text: string) {
+    if (room === null || target === null) return;
+    const r = await ok(api.POST('/api/commands/execute', { body: { text, ...target } }));
+    if (r.status === 'completed') addNote(roomKey(room), r.text ?? `/${r.command} done.`);
+    else
+      addNote(roomKey(room), `/${r.command} sent to ${r.bot_name ?? 'the bot'}; its reply will appear here.`);
+  }
+
+  const roomNotes = room ? notes.filter((n) => n.room === roomKey(room)) : [];
+
+  return (
+    <div class={`app chat${navOpen ? ' nav-open' : ''}`}>
+      <TopBar shell={shell} here="chat" navOpen={navOpen} toggleNav={() => setNavOpen((o) => !o)} />
+      {unreachable && (
+        <p class="banner" role="alert">
+          The server cannot be reached. Messages will appear again as soon as it is back.
+        </p>
+      )}
+      <Sidebar
+        dir={dir}
+        me={me}
+        current={room}
+        unread={unread}
+        select={setRoom}
+        error={dirError}
+        search={(q) => {
+          setSearch(q);
+          setNavOpen(false);
+        }}
+      />
+      {search !== null && (
+        <main class="room">
+          <SearchResults
+            query={search}
+            dir={dir}
+            close={() => setSearch(null)}
+            open={(r, board) => {
+              setRoom(r);
+              if (board) setView('board');
+              reloadDirectory();
+            }}
+          />
+        </main>
+      )}
+      <main class="room" aria-labelledby="room-title" hidden={search !== null}>
+        <div class="room-head">
+          <h1 id="room-title">{title || 'Workroom'}</h1>
+          {room?.kind === 'topic' && (
+            <div role="tablist" aria-label="Topic views" class="tabs">
+              {(['messages', 'board'] as const).map((v) => (
+                <button
+                  key={v}
+                  type="button"
+                  role="tab"
+                  id={`tab-${v}`}
+                  aria-selected={view === v}
+                  aria-controls="room-panel"
+                  tabIndex={view === v ? 0 : -1}
+                  onClick={() => setView(v)}
+                  onKeyDown={(e) => {
+                    if (e.key === 'ArrowRight' || e.key === 'ArrowLeft') {
+                      const next = view === 'messages' ? 'board' : 'messages';
+                      setView(next);
+                      (
+                        e.currentTarget.parentElement?.querySelector(`#tab-${next}`) as HTMLElement | null
+                      )?.focus();
+                    }
+                  }}
+                >
+                  {v === 'messages' ? 'Messages' : 'Task board'}
+                </button>
+              ))}
+            </div>
+          )}
+          <span class={`live ${live}`} role="status">
+            {live === 'live' ? 'Live' : live === 'connecting' ? 'Connecting…' : 'Offline — retrying'}
+          </span>
+        </div>
+        {state.error !== null && (
+          <p class="error" role="alert">
+            {state.error}
+          </p>
+        )}
+        {room !== null && room.kind === 'topic' && view === 'board' ? (
+          <div id="room-panel" role="tabpanel" aria-labelledby="tab-board" class="panel-scroll">
+            <Board topicId={room.id} dir={dir} version={taskVersion} />
+          </div>
+        ) : room !== null ? (
+          <>
+            <MessageList
+              messages={state.messages}
+              directory={dir}
+              me={me}
+              hasMore={state.hasMore}
+              loadingOlder={state.loadingOlder}
+              roomKey={roomKey(room)}
+              loadOlder={state.loadOlder}
+              edit={async (m, content) => {
+                state.upsert(
+                  await ok(
+                    api.PUT('/api/messages/{id}', { params: { path: { id: m.id } }, body: { content } }),
+                  ),
+                );
+              }}
+              remove={async (m) => {
+                await ok(api.DELETE('/api/messages/{id}', { params: { path: { id: m.id } } }));
+                state.remove(m.id);
+              }}
+            />
+            {roomNotes.length > 0 && (
+              <ul class="notes" aria-label="Only visible to you">
+                {roomNotes.map((n) => (
+                  <li key={n.id}>
+                    <span class="badge">Only you</span> {n.text}
+                    <button
+                      type="button"
+                      class="link"
+                      onClick={() => setNotes((all) => all.filter((x) => x.id !== n.id))}
+                    >
+                      Dismiss
+                    </button>
+                  </li>
+                ))}
+              </ul>
+            )}
+            <Composer
+              roomLabel={title}
+              channelId={room.kind === 'channel' ? room.id : null}
+              send={send}
+              runCommand={runCommand}
+            />
+          </>
+        ) : (
+          <p class="empty">
+            {dir === null
+              ? 'Loading…'
+              : dir.channels.length === 0
+                ? 'No channels yet.'
+                : 'Pick a channel, topic or conversation.'}
+          </p>
+        )}
+      </main>
+    </div>
+  );
+}

@@ -1,0 +1,239 @@
+import { useEffect, useRef, useState } from 'preact/hooks';
+import { api, describe, ok } from '../api/client';
+import type { Command, Mention } from '../api/types';
+
+export interface ComposerProps {
+  roomLabel: string;
+  channelId: string | null;
+  send(text: string): Promise<void>;
+  runCommand(text: string): Promise<void>;
+}
+
+type Popup =
+  | { kind: 'commands'; items: Command[] }
+  | { kind: 'mentions'; items: Mention[]; start: number; end: number }
+  | null;
+
+const MENTION_AT_CARET = /(^|\s)@([^\s@]{0,100})$/;
+
+/**
+ * The composer: Enter sends (Shift+Enter is a new line). Typing `/` at the start opens the slash
+ * palette — the commands of GET /api/commands, fetched again every time it opens so a command
+ * registered a moment ago is there — filtered by what follows the slash; `@` opens mention
+ * suggestions. Both popups are listboxes driven from the textbox (aria-activedescendant): arrows
+ * move, Enter or Tab picks, Escape closes.
+ */
+export function Composer(props: ComposerProps) {
+  const [text, setText] = useState('');
+  const [popup, setPopup] = useState<Popup>(null);
+  const [active, setActive] = useState(0);
+  const [error, setError] = useState<string | null>(null);
+  const [sending, setSending] = useState(false);
+  const input = useRef<HTMLTextAreaElement>(null);
+  const commands = useRef<Command[] | null>(null);
+  const paletteOpen = useRef(false);
+  const mentionSeq = useRef(0);
+
+  // The palette's word: "/dep" → "dep"; closed once a space follows the command.
+  const slash = /^\/([\w-]*)$/.exec(text);
+
+  useEffect(() => {
+    if (slash === null) {
+      paletteOpen.current = false;
+      if (popup?.kind === 'commands') setPopup(null);
+      return;
+    }
+    const filter = (all: Command[]) => {
+      const q = slash[1]!.toLowerCase();
+      const starts = all.filter((c) => c.command.toLowerCase().startsWith(q));
+      const contains = all.filter(
+        (c) => !c.command.toLowerCase().startsWith(q) && c.command.toLowerCase().includes(q),
+      );
+      setPopup({ kind: 'commands', items: [...starts, ...contains] });
+      setActive(0);
+    };
+    if (!paletteOpen.current) {
+      paletteOpen.current = true;
+      if (commands.current) filter(commands.current);
+      ok(api.GET('/api/commands'))
+        .then((r) => {
+          commands.current = r.items;
+          if (paletteOpen.current) filter(r.items);
+        })
+        .catch((e: unknown) => setError(describe(e)));
+    } else if (commands.current) filter(commands.current);
+  }, [slash?.[1]]);
+
+  function onInput(el: HTMLTextAreaElement) {
+    setText(el.value);
+    setError(null);
+    const before = el.value.slice(0, el.selectionStart);
+    const m = MENTION_AT_CARET.exec(before);
+    if (m === null || el.value.startsWith('/')) {
+      if (popup?.kind === 'mentions') setPopup(null);
+      return;
+    }
+    const q = m[2]!;
+    const seq = ++mentionSeq.current;
+    const query: { q: string; limit: number; channel_id?: string } = { q, limit: 8 };
+    if (props.channelId !== null) query.channel_id = props.channelId;
+    ok(api.GET('/api/mentions/users', { params: { query } }))
+      .then((r) => {
+        if (seq !== mentionSeq.current) return; // a later keystroke asked again
+        setPopup(
+          r.items.length
+            ? { kind: 'mentions', items: r.items, start: before.length - q.length - 1, end: before.length }
+            : null,
+        );
+        setActive(0);
+      })
+      .catch(() => undefined);
+  }
+
+  function pick(i: number) {
+    if (popup === null) return;
+    if (popup.kind === 'commands') {
+      const c = popup.items[i];
+      if (c) setText(`/${c.command} `);
+    } else {
+      const m = popup.items[i];
+      if (m) {
+        const next = `${text.slice(0, popup.start)}${m.mention} ${text.slice(popup.end)}`;
+        setText(next);
+        const caret = popup.start + m.mention.length + 1;
+        requestAnimationFrame(() => input.current?.setSelectionRange(caret, caret));
+      }
+    }
+    mentionSeq.current++;
+    setPopup(null);
+    input.current?.focus();
+  }
+
+  async function submit() {
+    const value = text.trim();
+    if (value === '' || sending) return;
+    setSending(true);
+    try {
+      if (value.startsWith('/')) await props.runCommand(value);
+      else await props.send(value);
+      setText('');
+    } catch (e) {
+      setError(describe(e));
+    } finally {
+      setSending(false);
+      input.current?.focus();
+    }
+  }
+
+  function onKeyDown(e: KeyboardEvent) {
+    const n = popup?.items.length ?? 0;
+    if (popup !== null && n > 0) {
+      if (e.key === 'ArrowDown' || e.key === 'ArrowUp') {
+        e.preventDefault();
+        setActive((a) => (a + (e.key === 'ArrowDown' ? 1 : n - 1)) % n);
+        return;
+      }
+      if (
+        e.key === 'Tab' ||
+        (e.key === 'Enter' && !e.shiftKey && (popup.kind === 'mentions' || slash !== null))
+      ) {
+        e.preventDefault();
+        pick(active);
+        return;
+      }
+      if (e.key === 'Escape') {
+        e.preventDefault();
+        setPopup(null);
+        return;
+      }
+    }
+    if (e.key === 'Enter' && !e.shiftKey && !e.isComposing) {
+      e.preventDefault();
+      void submit();
+    }
+  }
+
+  const listId = popup?.kind === 'commands' ? 'slash-palette' : 'mention-list';
+  const optionId = (i: number) => `${listId}-${i}`;
+  const showPopup = popup !== null && (popup.items.length > 0 || popup.kind === 'commands');
+
+  return (
+    <div class="composer">
+      {showPopup && popup.kind === 'commands' && (
+        <ul id="slash-palette" role="listbox" aria-label="Commands" class="popup">
+          {popup.items.length === 0 && <li class="none">No command matches /{slash?.[1]}</li>}
+          {popup.items.map((c, i) => (
+            <li
+              id={optionId(i)}
+              key={`${c.bot_id ?? ''}/${c.command}`}
+              role="option"
+              aria-selected={i === active}
+              aria-label={`/${c.command}`}
+              aria-describedby={`${optionId(i)}-d`}
+              onMouseDown={(e) => {
+                e.preventDefault();
+                pick(i);
+              }}
+            >
+              <span class="cmd">/{c.command}</span>
+              {c.usage_hint !== null && <span class="hint">{c.usage_hint}</span>}
+              <span class="desc" id={`${optionId(i)}-d`}>
+                {c.description}
+                {c.bot_name !== null && <span class="from"> · {c.bot_name}</span>}
+              </span>
+            </li>
+          ))}
+        </ul>
+      )}
+      {showPopup && popup.kind === 'mentions' && (
+        <ul id="mention-list" role="listbox" aria-label="Mention suggestions" class="popup">
+          {popup.items.map((m, i) => (
+            <li
+              id={optionId(i)}
+              key={`${m.type}:${m.id}`}
+              role="option"
+              aria-selected={i === active}
+              onMouseDown={(e) => {
+                e.preventDefault();
+                pick(i);
+              }}
+            >
+              <span class="cmd">{m.name}</span>
+              <span class="desc">
+                {m.type === 'special' ? m.description : m.type}
+                {m.in_channel ? ' · in this channel' : ''}
+              </span>
+            </li>
+          ))}
+        </ul>
+      )}
+      {error !== null && (
+        <p class="error" role="alert">
+          {error}
+        </p>
+      )}
+      <div class="compose-row">
+        <textarea
+          ref={input}
+          rows={1}
+          aria-label="Message"
+          placeholder={`Message ${props.roomLabel} — / for commands, @ to mention`}
+          value={text}
+          aria-autocomplete="list"
+          aria-controls={showPopup ? listId : undefined}
+          aria-activedescendant={showPopup && popup.items.length > 0 ? optionId(active) : undefined}
+          onInput={(e) => onInput(e.currentTarget)}
+          onKeyDown={onKeyDown}
+        />
+        <button
+          type="button"
+          class="primary"
+          onClick={() => void submit()}
+          disabled={sending || text.trim() === ''}
+        >
+          Send
+        </button>
+      </div>
+    </div>
+  );
+}

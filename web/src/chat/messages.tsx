@@ -1,0 +1,196 @@
+import { useEffect, useRef, useState } from 'preact/hooks';
+import type { Message, User } from '../api/types';
+import { renderMessage } from '../markdown';
+import { senderName, type Directory } from './directory';
+import { useVirtualizer } from './virtual';
+
+const time = new Intl.DateTimeFormat(undefined, { hour: '2-digit', minute: '2-digit' });
+const day = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'short' });
+
+export interface ListProps {
+  messages: Message[];
+  directory: Directory | null;
+  me: User;
+  hasMore: boolean;
+  loadingOlder: boolean;
+  roomKey: string;
+  loadOlder(): void;
+  edit(m: Message, content: string): Promise<void>;
+  remove(m: Message): Promise<void>;
+}
+
+/**
+ * The message list, virtualized: only the messages in view (plus a few) are in the DOM, whatever the
+ * history's length. It stays at the bottom as messages arrive while the reader is there, keeps the
+ * reader's place when older pages are prepended, and asks for the next older page near the top.
+ */
+export function MessageList(props: ListProps) {
+  const scroller = useRef<HTMLDivElement>(null);
+  const { messages } = props;
+  const v = useVirtualizer({
+    count: messages.length,
+    getScrollElement: () => scroller.current,
+    estimateSize: () => 64,
+    overscan: 6,
+    getItemKey: (i) => messages[i]?.id ?? i,
+    anchorTo: 'end',
+    followOnAppend: true,
+  });
+
+  // A newly opened room starts at its newest message.
+  const opened = useRef<string | null>(null);
+  const opening = useRef<string | null>(null);
+  useEffect(() => {
+    if (messages.length > 0 && opened.current !== props.roomKey && opening.current !== props.roomKey) {
+      const key = props.roomKey;
+      opening.current = key;
+      v.scrollToIndex(messages.length - 1, { align: 'end' });
+      // Only once it is at the bottom may reaching the top load older pages.
+      requestAnimationFrame(() => (opened.current = key));
+    }
+  });
+
+  const items = v.getVirtualItems();
+  const first = items[0]?.index;
+  useEffect(() => {
+    if (
+      first !== undefined &&
+      first <= 3 &&
+      props.hasMore &&
+      !props.loadingOlder &&
+      opened.current === props.roomKey
+    )
+      props.loadOlder();
+  }, [first, props.hasMore, props.loadingOlder]);
+
+  return (
+    <div class="messages" ref={scroller} role="log" aria-label="Messages" aria-live="polite" tabIndex={0}>
+      {props.loadingOlder && <p class="older">Loading older messages…</p>}
+      {messages.length === 0 && <p class="empty">No messages yet. Say hello!</p>}
+      <div class="messages-inner" style={{ height: `${v.getTotalSize()}px` }}>
+        {items.map((it) => {
+          const m = messages[it.index]!;
+          return (
+            <div
+              key={it.key}
+              data-index={it.index}
+              ref={v.measureElement}
+              class="row"
+              style={{ transform: `translateY(${it.start}px)` }}
+            >
+              <MessageItem {...props} m={m} />
+            </div>
+          );
+        })}
+      </div>
+    </div>
+  );
+}
+
+function MessageItem(props: ListProps & { m: Message }) {
+  const { m, directory, me } = props;
+  const [editing, setEditing] = useState(false);
+  const [confirming, setConfirming] = useState(false);
+  const [draft, setDraft] = useState(m.content);
+  const [error, setError] = useState<string | null>(null);
+  const mine = m.sender_type === 'user' && m.sender_id === me.id;
+  const name = senderName(directory, m);
+  const created = new Date(m.created_at);
+
+  async function save() {
+    try {
+      await props.edit(m, draft);
+      setEditing(false);
+      setError(null);
+    } catch (e) {
+      setError(e instanceof Error ? e.message : String(e));
+    }
+  }
+
+  return (
+    <article
+      class={`message${m.sender_type === 'bot' ? ' from-bot' : ''}`}
+      aria-label={`${name}, ${day.format(created)}`}
+    >
+      <header>
+        <span class="author">{name}</span>
+        {m.sender_type === 'bot' && (
+          <span class="badge" title="Sent by a bot">
+            BOT
+          </span>
+        )}
+        <time dateTime={m.created_at} title={day.format(created)}>
+          {time.format(created)}
+        </time>
+        {m.edited_at !== null && (
+          <span class="edited" title={`Edited ${day.format(new Date(m.edited_at))}`}>
+            (edited)
+          </span>
+        )}
+      </header>
+      {editing ? (
+        <div class="edit">
+          <textarea
+            aria-label="Edit message"
+            value={draft}
+            onInput={(e) => setDraft(e.currentTarget.value)}
+            onKeyDown={(e) => {
+              if (e.key === 'Enter' && !e.shiftKey) {
+                e.preventDefault();
+                void save();
+              } else if (e.key === 'Escape') setEditing(false);
+            }}
+            ref={(el) => el?.focus()}
+          />
+          <button type="button" class="primary" onClick={() => void save()}>
+            Save
+          </button>
+          <button type="button" onClick={() => setEditing(false)}>
+            Cancel
+          </button>
+        </div>
+      ) : (
+        <div class="content" dangerouslySetInnerHTML={{ __html: renderMessage(m.content, m.content_html) }} />
+      )}
+      {error !== null && (
+        <p class="error" role="alert">
+          {error}
+        </p>
+      )}
+      {mine && !editing && (
+        <div class="actions">
+          {confirming ? (
+            <>
+              <span>Delete this message?</span>
+              <button
+                type="button"
+                class="danger"
+                onClick={() => void props.remove(m).catch((e: Error) => setError(e.message))}
+              >
+                Delete
+              </button>
+              <button type="button" onClick={() => setConfirming(false)}>
+                Keep
+              </button>
+            </>
+          ) : (
+            <>
+              <button
+                type="button"
+                onClick={() => {
+                  setDraft(m.content);
+                  setEditing(true);
+                }}
+              >
+                Edit
+              </button>
+              <button type="button" onClick={() => setConfirming(true)}>
+                Delete
+              </button>
+            </>
+          )}
+        </div>
+      )}
+    </article>
+  );
+}

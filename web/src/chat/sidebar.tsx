@@ -1,0 +1,88 @@
+import type { User } from '../api/types';
+import { dmName, roomKey, type Directory, type RoomRef } from './directory';
+
+export interface SidebarProps {
+  dir: Directory | null;
+  me: User;
+  current: RoomRef | null;
+  unread: Set<string>;
+  error: string | null;
+  select(r: RoomRef): void;
+  search(q: string): void;
+}
+
+/** Channels, projects with their topics, and DM rooms; a dot and "unread" mark rooms with news. */
+export function Sidebar({ dir, me, current, unread, error, select, search }: SidebarProps) {
+  const item = (r: RoomRef, label: string, prefix: string) => {
+    const isCurrent = current !== null && roomKey(current) === roomKey(r);
+    const isUnread = unread.has(roomKey(r));
+    return (
+      <li key={roomKey(r)}>
+        <a
+          href={`/#/${r.kind}/${r.id}`}
+          class={`${isCurrent ? 'current' : ''}${isUnread ? ' unread' : ''}`}
+          aria-current={isCurrent ? 'page' : undefined}
+          onClick={(e) => {
+            e.preventDefault();
+            select(r);
+          }}
+        >
+          <span aria-hidden="true" class="prefix">
+            {prefix}
+          </span>
+          <span class="label">{label}</span>
+          {isUnread && <span class="dot">unread</span>}
+        </a>
+      </li>
+    );
+  };
+
+  return (
+    <nav id="sidebar" class="sidebar" aria-label="Conversations">
+      <form
+        role="search"
+        class="search"
+        onSubmit={(e) => {
+          e.preventDefault();
+          const q = new FormData(e.currentTarget).get('q');
+          if (typeof q === 'string' && q.trim() !== '') search(q.trim());
+        }}
+      >
+        <label for="search-q" class="sr-only">
+          Search
+        </label>
+        <input id="search-q" name="q" type="search" placeholder="Search messages, people, tasks…" />
+      </form>
+      {error !== null && (
+        <p class="error" role="alert">
+          {error}
+        </p>
+      )}
+      {dir === null ? (
+        <p class="muted">Loading…</p>
+      ) : (
+        <>
+          <h2 id="nav-channels">Channels</h2>
+          <ul aria-labelledby="nav-channels">
+            {dir.channels.map((c) => item({ kind: 'channel', id: c.id }, c.name, c.is_private ? '🔒' : '#'))}
+          </ul>
+          <h2 id="nav-projects">Projects</h2>
+          {dir.projects.length === 0 && <p class="muted">No projects</p>}
+          {dir.projects.map((p) => (
+            <div key={p.id} class="project">
+              <h3 id={`project-${p.id}`}>{p.name}</h3>
+              <ul aria-labelledby={`project-${p.id}`}>
+                {p.topics.map((t) => item({ kind: 'topic', id: t.id }, t.name, '›'))}
+              </ul>
+            </div>
+          ))}
+          <h2 id="nav-dms">Direct messages</h2>
+          {dir.dms.length === 0 && <p class="muted">No conversations</p>}
+          <ul aria-labelledby="nav-dms">
+            {dir.dms.map((d) => item({ kind: 'dm', id: d.id }, dmName(dir, d, me), '@'))}
+          </ul>
+        </>
+      )}
+    </nav>
+  );
+}
