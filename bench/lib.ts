@@ -16,6 +16,8 @@ export const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 
 export interface ServerProcess {
   url: string;
+  /** The server's process id (for reading its memory from /proc). */
+  pid: number;
   stop(): Promise<void>;
 }
 
@@ -72,7 +74,7 @@ export async function spawnServer(
     if (await ready(url).catch(() => false)) break;
     await new Promise((r) => setTimeout(r, 100));
   }
-  return { url, stop: () => stopChild(child) };
+  return { url, pid: child.pid!, stop: () => stopChild(child) };
 }
 
 /** The same-run reference: bare node:http + JSON parse + one better-sqlite3 insert. */

@@ -1,50 +1,100 @@
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { createServer, STATUS_CODES, type Server } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
 import type { Logger } from 'pino';
 import { loadEncryptionKey, bootstrapIfEmpty } from './bootstrap.js';
 import type { Config } from './config/config.js';
+import { TokenBucketLimiter } from './domain/token-bucket.js';
+import { WebhookDeliveryService } from './delivery/deliveries.js';
 import { EventBus } from './events/bus.js';
+import { OutboxReader } from './events/outbox-reader.js';
+import { Lifecycle } from './runtime/lifecycle.js';
 import { createLogger } from './logging/logger.js';
+import { ToolCallRecorder } from './operations/audit/tool-calls.js';
 import { KeyUsageRecorder } from './operations/auth/key-usage.js';
+import { CommandDispatcher } from './operations/commands/dispatch.js';
+import { LoginGuard } from './operations/auth/login-guard.js';
 import type { Services } from './operations/context.js';
+import { IdempotencyPurger } from './operations/idempotency.js';
+import { BlobStore } from './storage/blobs.js';
+import { ReaderFeed } from './realtime/feed.js';
+import { RealtimeHub } from './realtime/hub.js';
 import { openDatabase } from './storage/database.js';
 import { Storage } from './storage/storage.js';
 import { allRoutes } from './transports/http/routes/index.js';
 import { createHttpHandler } from './transports/http/server.js';
+import { McpEndpoint } from './transports/mcp/http.js';
 
 export interface RunningApp {
   server: Server;
   services: Services;
+  /** The WebSocket hub of GET /api/realtime. */
+  realtime: RealtimeHub;
   /** Base URL the server listens on, e.g. http://127.0.0.1:3000 */
   url: string;
-  /** Graceful stop: refuse new connections, finish in-flight requests, flush, close the database. */
+  /** Graceful stop: refuse new connections, finish in-flight requests, drain, flush, close the database. */
   close(): Promise<void>;
 }
 
-/** The composition root: builds every service once from the config and starts listening. */
+/**
+ * The composition root: builds every service once from the config, registers each long-lived one with
+ * the lifecycle, and starts listening. Shutdown order: stop accepting → finish requests → drain workers
+ * → stop services in reverse order (recorders flush) → close storage.
+ */
 export async function startApp(config: Config, opts: { logger?: Logger } = {}): Promise<RunningApp> {
   const log = opts.logger ?? createLogger(config);
   const storage = new Storage(await openDatabase(config.database));
-  const applied = await storage.migrate();
+  const applied = await storage.migrate((msg, data) => log.info(data ?? {}, msg));
   if (applied.length > 0) log.info({ migrations: applied, dialect: storage.dialect }, 'database migrated');
   const encryptionKey = loadEncryptionKey(config, log);
   await bootstrapIfEmpty(config, storage, log);
 
-  const keyUsage = new KeyUsageRecorder(storage, log);
-  keyUsage.start();
-  const services: Services = { config, storage, log, bus: new EventBus(), keyUsage, encryptionKey };
+  const lifecycle = new Lifecycle(log);
+  const services: Services = {
+    config,
+    storage,
+    log,
+    bus: new EventBus(),
+    keyUsage: lifecycle.add(new KeyUsageRecorder(storage, log)),
+    toolCalls: lifecycle.add(new ToolCallRecorder(storage, log)),
+    rateLimiter: new TokenBucketLimiter(),
+    loginGuard: new LoginGuard(),
+    blobs: new BlobStore(config.dataDir),
+    commands: new CommandDispatcher(config, encryptionKey),
+    encryptionKey,
+  };
+  lifecycle.add(new IdempotencyPurger(services));
+  const mcp = new McpEndpoint(services);
+  if (mcp.sessions) lifecycle.add(mcp.sessions);
+  // The ordered outbox stream (events/outbox-reader.ts) and the webhook fan-out + worker that consume it.
+  const outbox = lifecycle.add(new OutboxReader(storage, services.bus, log));
+  lifecycle.add(new WebhookDeliveryService(services, outbox));
+  const realtime = lifecycle.add(new RealtimeHub(services, new ReaderFeed(outbox)));
+  services.commands.usePush(realtime); // ephemeral command replies reach the invoker's live connections
+  await lifecycle.start();
 
-  const handler = createHttpHandler(services, allRoutes(config.publicUrl));
+  const handler = createHttpHandler(services, allRoutes(config.publicUrl, mcp));
   let inFlight = 0;
   let idle: (() => void) | undefined;
-  const server = createServer({ keepAliveTimeout: 5000 }, (req, res) => {
-    inFlight++;
-    res.on('close', () => {
-      inFlight--;
-      if (inFlight === 0) idle?.();
-    });
-    handler(req, res);
-  });
+  const server = createServer(
+    {
+      keepAliveTimeout: 5000,
+      // Slow clients (one byte at a time) are cut off; a real client never comes near these.
+      headersTimeout: config.http.headersTimeoutMs,
+      requestTimeout: config.http.requestTimeoutMs,
+      // How often those time-outs are checked (Node's default, 30 s, would let a slow client linger).
+      connectionsCheckingInterval: Math.min(1000, config.http.headersTimeoutMs),
+    },
+    (req, res) => {
+      inFlight++;
+      res.on('close', () => {
+        inFlight--;
+        if (inFlight === 0) idle?.();
+      });
+      handler(req, res);
+    },
+  );
+  server.on('clientError', answerClientError);
+  realtime.attach(server);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(config.port, config.host, () => resolve());
@@ -57,12 +107,20 @@ export async function startApp(config: Config, opts: { logger?: Logger } = {}): 
         ? '127.0.0.1'
         : addr.address;
   const url = `http://${host}:${addr.port}`;
-  log.info({ url, dialect: storage.dialect }, 'workroom listening');
+  log.info(
+    {
+      listen: `${addr.family === 'IPv6' ? `[${addr.address}]` : addr.address}:${addr.port}`,
+      url,
+      dialect: storage.dialect,
+    },
+    'workroom listening',
+  );
 
   let closing: Promise<void> | undefined;
   const close = () =>
     (closing ??= (async () => {
       log.info('shutting down');
+      const deadline = Date.now() + config.shutdownTimeoutMs;
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();
       if (inFlight > 0) {
@@ -72,11 +130,33 @@ export async function startApp(config: Config, opts: { logger?: Logger } = {}): 
         ]);
       }
       server.closeAllConnections();
+      await realtime.drain(deadline); // upgraded sockets would keep the server open
       await closed;
-      await keyUsage.stop();
+      await lifecycle.stop(deadline);
       await storage.close();
       log.info('stopped');
     })());
 
-  return { server, services, url, close };
+  return { server, services, realtime, url, close };
+}
+
+/**
+ * A request Node's parser refused (bad request line, header too large, time-out): answered with a
+ * plain status and the connection closed, unless part of a response was written already, in which
+ * case the connection is just closed.
+ */
+function answerClientError(err: NodeJS.ErrnoException, socket: Socket): void {
+  const inProgress = (socket as Socket & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
+  if (err.code === 'ECONNRESET' || !socket.writable || inProgress?.headersSent) {
+    socket.destroy();
+    return;
+  }
+  const status =
+    err.code === 'HPE_HEADER_OVERFLOW' ? 431 : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400;
+  const code = status === 408 ? 'request_timeout' : status === 431 ? 'headers_too_large' : 'bad_request';
+  const body = JSON.stringify({ error: { code, message: STATUS_CODES[status] } });
+  socket.end(
+    `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nconnection: close\r\ncontent-type: application/json\r\n` +
+      `content-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+  );
 }

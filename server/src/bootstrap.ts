@@ -15,7 +15,7 @@ export function loadEncryptionKey(config: Config, log: Logger): Buffer {
   if (config.encryptionKey) return Buffer.from(config.encryptionKey, 'base64');
   const file = join(config.dataDir, 'encryption.key');
   if (existsSync(file)) return Buffer.from(readFileSync(file, 'utf8').trim(), 'base64');
-  mkdirSync(config.dataDir, { recursive: true });
+  mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
   const key = randomBytes(32);
   writeFileSync(file, key.toString('base64'), { mode: 0o600 });
   log.warn(

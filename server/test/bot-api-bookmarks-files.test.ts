@@ -118,7 +118,7 @@ describe('bot API: bookmarks and files', () => {
         [{}, 'message_id'],
         [{ message_id: 5 }, 'message_id'],
         [{ message_id: 'abc' }, 'message_id'],
-        [{ message_id: m1.id, extra: 1 }, '(body)'],
+        [{ message_id: m1.id, extra: 1 }, 'extra'],
       ];
       for (const [body, field] of post) {
         const res = await ann.api.post(bm(), body);
@@ -134,7 +134,7 @@ describe('bot API: bookmarks and files', () => {
         [{ to: '2026-13-01' }, 'to'],
         [{ from: '2026-02-01', to: '2026-01-01' }, 'to'],
         [{ user_id: 'me' }, 'user_id'],
-        [{ page: 2 }, '(body)'],
+        [{ page: 2 }, 'page'],
       ];
       for (const [query, field] of get) {
         const res = await ann.api.get(bm(), { query });
@@ -454,7 +454,7 @@ describe('bot API: bookmarks and files', () => {
           [{ limit: 2.5 }, 'limit'],
           [{ offset: -1 }, 'offset'],
           [{ offset: 'x' }, 'offset'],
-          [{ page: 1 }, '(body)'],
+          [{ page: 1 }, 'page'],
         ];
         for (const [query, field] of cases) {
           const res = await list(ann, query, ch);

@@ -84,7 +84,7 @@ describe('bot API: custom commands, slash commands, keys', () => {
         [{ command: 'x', description: 'd'.repeat(501) }, 'description'],
         [{ command: 'x', description: 'd', usage_hint: 'u'.repeat(501) }, 'usage_hint'],
         [{ command: 'help', description: 'shadow the built-in' }, 'command'],
-        [{ command: 'x', description: 'd', extra: true }, '(body)'],
+        [{ command: 'x', description: 'd', extra: true }, 'extra'],
       ];
       for (const [body, field] of cases) {
         const res = await bot.api.post(cmds(bot.id), body);
@@ -272,7 +272,9 @@ describe('bot API: custom commands, slash commands, keys', () => {
     it('refuses unknown commands, bad text, bad or invisible containers', async () => {
       const unknown = await member.api.post('/api/commands/execute', { text: '/nope' });
       expect(unknown.status).toBe(404);
-      expect(unknown.body.error.message).toMatch(/Unknown command \/nope/);
+      expect(unknown.body.error.message).toMatch(
+        /Unknown command \/nope; \/help lists the available commands$/,
+      );
       // Another organization's command is unknown here.
       expect((await member.api.post('/api/commands/execute', { text: '/foreign' })).status).toBe(404);
       const bad: [Record<string, unknown>, string][] = [
@@ -284,7 +286,7 @@ describe('bot API: custom commands, slash commands, keys', () => {
         [{ text: `/weather ${'x'.repeat(1000)}` }, 'text'],
         [{ text: '/help', channel_id: 'x' }, 'channel_id'],
         [{ text: '/help', channel_id: channel, dm_room_id: channel }, 'channel_id'],
-        [{ text: '/help', extra: 1 }, '(body)'],
+        [{ text: '/help', extra: 1 }, 'extra'],
       ];
       for (const [body, field] of bad) {
         const res = await member.api.post('/api/commands/execute', body);
@@ -336,7 +338,7 @@ describe('bot API: custom commands, slash commands, keys', () => {
         [{ expires_in_days: 0 }, 'expires_in_days'],
         [{ expires_in_days: 1.5 }, 'expires_in_days'],
         [{ expires_in_days: '7' }, 'expires_in_days'],
-        [{ unknown: 1 }, '(body)'],
+        [{ unknown: 1 }, 'unknown'],
       ];
       for (const [body, field] of cases) {
         const res = await orgAdmin.api.post(keys(b.id), body);

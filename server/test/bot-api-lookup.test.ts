@@ -119,7 +119,7 @@ describe('bot API: mentions and hashtags', () => {
         [{ q: 'z', channel_id: 'general' }, 'channel_id'],
         [{ q: 'z', limit: 0 }, 'limit'],
         [{ q: 'z', limit: 51 }, 'limit'],
-        [{ q: 'z', extra: 1 }, '(body)'],
+        [{ q: 'z', extra: 1 }, 'extra'],
       ];
       for (const [query, field] of cases) {
         const res = await mentions(zara, query);
@@ -232,7 +232,7 @@ describe('bot API: mentions and hashtags', () => {
         [{}, 'q'],
         [{ q: 'x'.repeat(101) }, 'q'],
         [{ q: 'x', limit: 51 }, 'limit'],
-        [{ q: 'x', type: 'task' }, '(body)'],
+        [{ q: 'x', type: 'task' }, 'type'],
       ] as [Record<string, string | number>, string][]) {
         const res = await search(zed, query);
         expect(res.status).toBe(400);

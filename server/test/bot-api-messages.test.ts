@@ -79,7 +79,7 @@ describe('bot API: DMs, message edit and delete, idempotency', () => {
         [{ user_id: ann.id, content: '' }, 'content'],
         [{ user_id: ann.id, content: 'x'.repeat(50_001) }, 'content'],
         [{ user_id: ann.id, content: 'x', content_html: 'y'.repeat(50_001) }, 'content_html'],
-        [{ user_id: ann.id, content: 'x', extra: 1 }, '(body)'],
+        [{ user_id: ann.id, content: 'x', extra: 1 }, 'extra'],
       ];
       for (const [body, field] of cases) {
         const res = await bot.api.post(`/api/bots/${bot.id}/dm-messages`, body);
@@ -167,7 +167,7 @@ describe('bot API: DMs, message edit and delete, idempotency', () => {
         [{ content: 'x'.repeat(50_001) }, 'content'],
         [{ content: 'x', content_html: 5 }, 'content_html'],
         [{ content: 'x', content_html: 'y'.repeat(50_001) }, 'content_html'],
-        [{ content: 'x', channel_id: channel }, '(body)'],
+        [{ content: 'x', channel_id: channel }, 'channel_id'],
       ];
       for (const [body, field] of cases) {
         const res = await ann.api.put(`/api/messages/${m.id}`, body);

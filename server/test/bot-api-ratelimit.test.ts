@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { TokenBucketLimiter } from '../src/transports/http/rate-limit.js';
+import { TokenBucketLimiter } from '../src/domain/token-bucket.js';
 import { expectStatus } from './helpers/client.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
 import { World } from './helpers/world.js';

@@ -122,8 +122,8 @@ describe('idempotent send_message', () => {
       actor,
       'died-after-commit',
       { operation: sendMessage.name, input, statusOf: () => 201 },
-      async () => {
-        await runOperation(sendMessage, { actor, services, requestId: 'test' }, { ...input });
+      async (idempotency) => {
+        await runOperation(sendMessage, { actor, services, requestId: 'test', idempotency }, { ...input });
         throw new Error('the process died before answering');
       },
     ).catch((e: Error) => e.message);

@@ -1,3 +1,4 @@
+import ipaddr from 'ipaddr.js';
 import { z } from 'zod';
 
 /**
@@ -5,10 +6,10 @@ import { z } from 'zod';
  * and injected everywhere else. Every key is documented in README.md ("Configuration").
  */
 
-const DURATION_RE = /^(\d+(?:\.\d+)?)(ms|s|m|h)?$/;
-const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
+const DURATION_RE = /^(\d+(?:\.\d+)?)(ms|s|m|h|d)?$/;
+const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
 
-/** "500ms", "5s", "2m", "1h"; a bare number means seconds. */
+/** "500ms", "5s", "2m", "1h", "7d"; a bare number means seconds. */
 export function parseDurationMs(text: string): number | null {
   const m = DURATION_RE.exec(text.trim());
   if (!m) return null;
@@ -90,8 +91,25 @@ const envSchema = z.object({
     }),
   WORKROOM_WEBHOOK_TIMEOUT: duration('5s'),
   WORKROOM_ALLOW_PRIVATE_WEBHOOK_URLS: bool(false),
+  WORKROOM_WEBHOOK_RETENTION: duration('7d'),
+  WORKROOM_WEBHOOK_PAUSE_AFTER: int(50, 0, 1_000_000),
+  WORKROOM_WEBHOOK_CONCURRENCY: int(64, 1, 10_000),
+  WORKROOM_WEBHOOK_CONCURRENCY_PER_ENDPOINT: int(8, 1, 1000),
+  WORKROOM_WEBHOOK_ALLOWED_RANGES: list.refine(
+    (cidrs) => cidrs.every((c) => ipaddr.isValidCIDR(c)),
+    'must be comma-separated CIDR ranges, e.g. 10.20.0.0/16,fd00::/8',
+  ),
   WORKROOM_MCP_SESSIONS: bool(true),
   WORKROOM_MCP_ALLOWED_ORIGINS: list,
+  WORKROOM_MCP_MAX_BATCH: int(50, 1, 1000),
+  WORKROOM_MCP_SESSIONS_PER_KEY: int(100, 1, 100_000),
+  WORKROOM_MCP_SESSIONS_PER_ORG: int(1000, 1, 1_000_000),
+  WORKROOM_MCP_SESSIONS_MAX: int(10_000, 1, 10_000_000),
+  WORKROOM_MCP_SESSION_IDLE: duration('30m'),
+  WORKROOM_HEADERS_TIMEOUT: duration('10s'),
+  WORKROOM_REQUEST_TIMEOUT: duration('120s'),
+  WORKROOM_BODY_TIMEOUT: duration('15s'),
+  WORKROOM_TRUST_PROXY: bool(false),
   WORKROOM_SHUTDOWN_TIMEOUT: duration('10s'),
 });
 
@@ -121,8 +139,41 @@ export interface Config {
     bot: { perSecond: number; burst: number };
     user: { perSecond: number; burst: number };
   };
-  webhooks: { retryDelaysMs: number[]; timeoutMs: number; allowPrivateUrls: boolean };
-  mcp: { sessions: boolean; allowedOrigins: string[] };
+  webhooks: {
+    retryDelaysMs: number[];
+    timeoutMs: number;
+    allowPrivateUrls: boolean;
+    /** CIDR ranges webhook URLs may reach although they are not public (when private URLs are not allowed). */
+    allowedRanges: string[];
+    /** Delivered and failed deliveries are deleted this long after their last change. */
+    retentionMs: number;
+    /** Failures in a row after which a bot's webhook is paused (0: never). */
+    pauseAfter: number;
+    /** Attempts in flight at once, in all and toward one bot's endpoint. */
+    concurrency: number;
+    perEndpointConcurrency: number;
+  };
+  mcp: {
+    sessions: boolean;
+    allowedOrigins: string[];
+    /** Most messages in one JSON-RPC batch; a longer batch is refused whole. */
+    maxBatch: number;
+    /** Session caps: per API key and per organization (the oldest of that key/org is ended), overall (refused). */
+    sessionsPerKey: number;
+    sessionsPerOrg: number;
+    sessionsMax: number;
+    sessionIdleMs: number;
+  };
+  http: {
+    /** Time a client has to send the request line and headers (slow-loris bound). */
+    headersTimeoutMs: number;
+    /** Time a client has to send the whole request, body included (uploads need it long). */
+    requestTimeoutMs: number;
+    /** Time a JSON body (at most maxBodyBytes) may take to arrive. */
+    bodyTimeoutMs: number;
+    /** Take the client address from X-Forwarded-For (last entry) behind a reverse proxy. */
+    trustProxy: boolean;
+  };
   shutdownTimeoutMs: number;
 }
 
@@ -182,8 +233,27 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       retryDelaysMs: e.WORKROOM_WEBHOOK_RETRY_DELAYS,
       timeoutMs: e.WORKROOM_WEBHOOK_TIMEOUT,
       allowPrivateUrls: e.WORKROOM_ALLOW_PRIVATE_WEBHOOK_URLS,
+      allowedRanges: e.WORKROOM_WEBHOOK_ALLOWED_RANGES,
+      retentionMs: e.WORKROOM_WEBHOOK_RETENTION,
+      pauseAfter: e.WORKROOM_WEBHOOK_PAUSE_AFTER,
+      concurrency: e.WORKROOM_WEBHOOK_CONCURRENCY,
+      perEndpointConcurrency: e.WORKROOM_WEBHOOK_CONCURRENCY_PER_ENDPOINT,
     },
-    mcp: { sessions: e.WORKROOM_MCP_SESSIONS, allowedOrigins: e.WORKROOM_MCP_ALLOWED_ORIGINS },
+    mcp: {
+      sessions: e.WORKROOM_MCP_SESSIONS,
+      allowedOrigins: e.WORKROOM_MCP_ALLOWED_ORIGINS,
+      maxBatch: e.WORKROOM_MCP_MAX_BATCH,
+      sessionsPerKey: e.WORKROOM_MCP_SESSIONS_PER_KEY,
+      sessionsPerOrg: e.WORKROOM_MCP_SESSIONS_PER_ORG,
+      sessionsMax: e.WORKROOM_MCP_SESSIONS_MAX,
+      sessionIdleMs: e.WORKROOM_MCP_SESSION_IDLE,
+    },
+    http: {
+      headersTimeoutMs: e.WORKROOM_HEADERS_TIMEOUT,
+      requestTimeoutMs: e.WORKROOM_REQUEST_TIMEOUT,
+      bodyTimeoutMs: e.WORKROOM_BODY_TIMEOUT,
+      trustProxy: e.WORKROOM_TRUST_PROXY,
+    },
     shutdownTimeoutMs: e.WORKROOM_SHUTDOWN_TIMEOUT,
   };
 }

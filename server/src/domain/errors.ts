@@ -14,6 +14,9 @@ export const ERROR_CODES = [
   'conflict', // unique constraint or state conflict
   'idempotency_conflict', // same Idempotency-Key reused with another body, or still in flight
   'payload_too_large',
+  'request_timeout', // the client did not send its request in time (a slow body)
+  'bad_request', // the HTTP request itself is malformed (refused by the parser)
+  'headers_too_large', // the request line and headers are over Node's limit (16 KB)
   'rate_limited',
   'unavailable', // dependency down (database), shutting down
   'internal',

@@ -1,4 +1,165 @@
-/** Event kinds of the spec. `task.assigned` is emitted but is not in the subscribable list. */
+import { z } from 'zod';
+
+/**
+ * The event catalogue: one zod schema per event type, the single source of
+ * - the TypeScript type of every event (`emit()` takes a `DomainEvent`, so a payload that does not
+ *   match its type does not compile),
+ * - the runtime check of payloads read back from the outbox (`parseEventData`),
+ * - the `webhooks` section of the OpenAPI document and the SDKs' event types.
+ * Payload keys are snake_case, like the REST API. Every event also carries, outside `data`, an
+ * `event_id`, its type, its organization and its timestamp (see `WebhookEnvelope` in delivery/).
+ */
+
+const id = z.string().describe('UUID');
+const ts = z.string().describe('ISO-8601 UTC timestamp');
+const actorType = z.enum(['user', 'bot']);
+/** Exactly one of the three is set: where the message or command lives. */
+const container = {
+  channel_id: id.nullable(),
+  topic_id: id.nullable(),
+  dm_room_id: id.nullable(),
+};
+
+export const ChannelSnapshot = z.object({
+  id,
+  org_id: id,
+  name: z.string(),
+  description: z.string(),
+  is_private: z.boolean(),
+  created_at: ts,
+  updated_at: ts,
+});
+
+export const TaskSnapshot = z.object({
+  task_id: id,
+  id,
+  org_id: id,
+  topic_id: id,
+  title: z.string(),
+  description: z.string(),
+  priority: z.string(),
+  status: z.string(),
+  assignee_id: id.nullable(),
+  due_date: z.string().nullable(),
+  created_by_type: actorType,
+  created_by_id: id,
+  created_at: ts,
+  updated_at: ts,
+});
+
+export const MessageEventData = z.object({
+  message_id: id,
+  content: z.string().describe('Markdown body'),
+  content_html: z.string().nullable().describe('Sanitized HTML body, when the sender gave one'),
+  ...container,
+  sender_id: id,
+  sender_type: actorType,
+  bot_id: id.nullable().describe('Set when a bot sent the message'),
+  created_at: ts,
+  edited_at: ts.nullable(),
+  deleted_at: ts.nullable(),
+});
+
+const taskEvent = <T extends z.ZodRawShape>(extra: T) =>
+  z.object({
+    task_id: id,
+    topic_id: id,
+    task: TaskSnapshot,
+    actor_type: actorType,
+    actor_id: id,
+    ...extra,
+  });
+
+const memberEvent = z.object({
+  channel_id: id.optional().describe('Set for channel membership'),
+  project_id: id.optional().describe('Set for project membership'),
+  member_type: actorType,
+  member_id: id,
+  added_by: id.optional(),
+  removed_by: id.optional(),
+});
+
+/** Every event type with its data schema and a one-line description. */
+export const EVENT_CATALOGUE = {
+  'message.created': {
+    description: 'A message was posted in a channel, topic or DM room',
+    data: MessageEventData,
+  },
+  'message.updated': {
+    description: 'A message was edited',
+    data: MessageEventData.extend({
+      previous_content: z.string(),
+      edited_by_type: actorType,
+      edited_by_id: id,
+    }),
+  },
+  'message.deleted': {
+    description: 'A message was soft-deleted (its content is no longer given)',
+    data: z.object({
+      message_id: id,
+      ...container,
+      sender_id: id,
+      sender_type: actorType,
+      bot_id: id.nullable(),
+      deleted_at: ts,
+      deleted_by_type: actorType,
+      deleted_by_id: id,
+    }),
+  },
+  'task.created': { description: 'A task was created in a topic', data: taskEvent({}) },
+  'task.status_changed': {
+    description: 'A task moved to another status',
+    data: taskEvent({ status: z.string(), previous_status: z.string() }),
+  },
+  'task.assigned': {
+    description: 'A task got another assignee (or none)',
+    data: taskEvent({ assignee_id: id.nullable(), previous_assignee_id: id.nullable() }),
+  },
+  'channel.updated': {
+    description: 'A channel’s name, description or privacy changed',
+    data: z.object({ channel_id: id, channel: ChannelSnapshot, changes: z.array(z.string()) }),
+  },
+  'member.joined': {
+    description: 'A user or bot joined a channel or project (added by someone, or by itself)',
+    data: memberEvent,
+  },
+  'member.left': {
+    description: 'A user or bot left, or was removed from, a channel or project',
+    data: memberEvent,
+  },
+  'command.invoked': {
+    description: 'A user ran one of the bot’s slash commands (sent to that bot only)',
+    data: z
+      .object({
+        invocation_id: id,
+        command: z.string(),
+        args: z.string(),
+        text: z.string(),
+        bot_id: id,
+        command_id: id,
+        user_id: id,
+        ...container,
+        invoked_at: ts,
+      })
+      .passthrough(),
+  },
+  'webhook.test': {
+    description: 'A test event sent by a bot manager to check the webhook (sent to that bot only)',
+    data: z.object({ bot_id: id, requested_by: id.optional(), message: z.string() }).passthrough(),
+  },
+  'resources.changed': {
+    description:
+      'Internal, never delivered to webhooks: the MCP resources (channels, topics, DM rooms) of these bots changed',
+    data: z.object({ bot_ids: z.array(id) }),
+  },
+} as const;
+
+type Catalogue = typeof EVENT_CATALOGUE;
+export type EventType = keyof Catalogue;
+export const EVENT_TYPES = Object.keys(EVENT_CATALOGUE) as EventType[];
+export type EventData<T extends EventType> = z.input<Catalogue[T]['data']>;
+
+/** Event kinds of the spec that a bot may list in its `events` subscription. */
 export const SUBSCRIBABLE_EVENT_TYPES = [
   'message.created',
   'message.updated',
@@ -8,25 +169,32 @@ export const SUBSCRIBABLE_EVENT_TYPES = [
   'channel.updated',
   'member.joined',
   'member.left',
-] as const;
-/**
- * command.invoked: a user ran a bot's slash command; delivered to that bot only.
- * resources.changed: internal, never offered to webhooks: the bots (`bot_ids`) whose MCP resources
- * (channels, topics, DM rooms they reach) changed otherwise than by a channel's member.joined/left, so
- * that their MCP sessions send notifications/resources/list_changed.
- */
-export const EVENT_TYPES = [
-  ...SUBSCRIBABLE_EVENT_TYPES,
-  'task.assigned',
-  'command.invoked',
-  'resources.changed',
-] as const;
-export type EventType = (typeof EVENT_TYPES)[number];
+] as const satisfies readonly EventType[];
 export type SubscribableEventType = (typeof SUBSCRIBABLE_EVENT_TYPES)[number];
 
-/** An event as operations emit it; the outbox adds id, sequence and timestamp. */
-export interface DomainEvent {
-  type: EventType;
-  orgId: string;
-  data: Record<string, unknown>;
+/**
+ * Delivered by webhook without a subscription: to the one bot they concern (`data.bot_id`).
+ * `task.assigned` is in neither list: the spec names it among the main events but not among the
+ * subscribable ones, so it reaches bots only through the event history (catch-up) and live updates.
+ */
+export const DIRECTED_EVENT_TYPES = [
+  'command.invoked',
+  'webhook.test',
+] as const satisfies readonly EventType[];
+
+/** Never leaves the server (MCP sessions only). */
+export const INTERNAL_EVENT_TYPES = ['resources.changed'] as const satisfies readonly EventType[];
+
+/** An event as operations emit it (typed by its kind); the outbox adds id, sequence and timestamp. */
+export type DomainEvent = {
+  [T in EventType]: { type: T; orgId: string; data: EventData<T> };
+}[EventType];
+
+export const isEventType = (t: string): t is EventType => Object.hasOwn(EVENT_CATALOGUE, t);
+
+/** Checks a payload read back from storage against its type's schema; null when it does not match. */
+export function parseEventData(type: string, data: unknown): Record<string, unknown> | null {
+  if (!isEventType(type)) return null;
+  const r = EVENT_CATALOGUE[type].data.safeParse(data);
+  return r.success ? (r.data as Record<string, unknown>) : null;
 }

@@ -1,8 +1,17 @@
 import { AsyncResource } from 'node:async_hooks';
-import type { EventRow } from '../storage/schema.js';
-import type { Selectable } from 'kysely';
+import type { EventType } from '../domain/events.js';
 
-export type PublishedEvent = Selectable<EventRow>;
+/**
+ * An event just committed, as its operation emitted it. It has no sequence yet: consumers that need the
+ * order (webhook fan-out, live updates) read the outbox; the bus only wakes them up without delay.
+ */
+export interface PublishedEvent {
+  id: string;
+  type: EventType;
+  orgId: string;
+  data: Record<string, unknown>;
+  createdAt: string;
+}
 type Listener = (events: PublishedEvent[]) => void;
 
 /**

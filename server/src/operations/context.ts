@@ -3,7 +3,13 @@ import type { Config } from '../config/config.js';
 import type { BotType, Role } from '../domain/roles.js';
 import type { EventBus } from '../events/bus.js';
 import type { Storage } from '../storage/storage.js';
+import type { TokenBucketLimiter } from '../domain/token-bucket.js';
+import type { BlobStore } from '../storage/blobs.js';
+import type { ToolCallRecorder } from './audit/tool-calls.js';
 import type { KeyUsageRecorder } from './auth/key-usage.js';
+import type { CommandDispatcher } from './commands/dispatch.js';
+import type { LoginGuard } from './auth/login-guard.js';
+import type { IdempotencyClaim } from './idempotency.js';
 
 /** Who is calling: a signed-in user or a bot with an API key. */
 export type Actor = UserActor | BotActor;
@@ -34,6 +40,16 @@ export interface Services {
   log: Logger;
   bus: EventBus;
   keyUsage: KeyUsageRecorder;
+  /** MCP tools/call audit, buffered. */
+  toolCalls: ToolCallRecorder;
+  /** Rate-limit buckets of keys and users (REST and MCP share them). */
+  rateLimiter: TokenBucketLimiter;
+  /** Sign-in throttling and the bound on concurrent password hashing. */
+  loginGuard: LoginGuard;
+  /** Uploaded file bytes under the data directory. */
+  blobs: BlobStore;
+  /** Slash commands of bots: delivery at once, response URLs, ephemeral replies to live connections. */
+  commands: CommandDispatcher;
   /** AES-256 key for secrets that must be read back (webhook signing secrets). */
   encryptionKey: Buffer;
 }
@@ -42,6 +58,8 @@ export interface OpContext {
   actor: Actor;
   services: Services;
   requestId: string;
+  /** The Idempotency-Key claim the operation's write completes (set by withIdempotency's caller). */
+  idempotency?: IdempotencyClaim | undefined;
 }
 
 /** The member reference of an actor (as stored in member tables and sender columns). */

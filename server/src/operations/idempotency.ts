@@ -1,4 +1,3 @@
-import { AsyncLocalStorage } from 'node:async_hooks';
 import { createHash } from 'node:crypto';
 import { AppError } from '../domain/errors.js';
 import { nowIso } from '../domain/ids.js';
@@ -44,8 +43,12 @@ export interface IdempotencyOptions {
   statusOf?: (result: unknown) => number;
 }
 
-/** The claim that the write of the running idempotent operation completes. */
-interface PendingRecord {
+/**
+ * The claim that the write of the running idempotent operation completes. It travels explicitly, on
+ * the operation's context (`OpContext.idempotency`) into `write()`: never through ambient state, so a
+ * bus consumer or worker that writes can never complete (or trip over) a request's claim.
+ */
+export interface IdempotencyClaim {
   key: string;
   statusOf: (result: unknown) => number;
   /** The response stored by the write, once it has run. */
@@ -53,14 +56,16 @@ interface PendingRecord {
   /** The operation has ended: work it left behind (a timer, say) is not its write. */
   ended?: boolean;
 }
-const pendingRecord = new AsyncLocalStorage<PendingRecord>();
 
 /**
  * Called by `write()` inside its transaction, with the value it returns: completes the idempotency
  * record of the operation running under a key, if any, in the same transaction.
  */
-export async function completeInWrite(stores: Stores, value: unknown): Promise<void> {
-  const p = pendingRecord.getStore();
+export async function completeInWrite(
+  stores: Stores,
+  value: unknown,
+  p: IdempotencyClaim | undefined,
+): Promise<void> {
   if (!p || p.ended) return;
   if (p.stored !== undefined) {
     throw new AppError('internal', 'An idempotent operation must make one write (it made a second)');
@@ -108,7 +113,7 @@ export async function withIdempotency(
   actor: Actor,
   key: string | undefined,
   opts: IdempotencyOptions,
-  fn: () => Promise<IdempotentResult>,
+  fn: (claim?: IdempotencyClaim) => Promise<IdempotentResult>,
 ): Promise<IdempotentResult & { replayed: boolean }> {
   if (key === undefined) return { ...(await fn()), replayed: false };
   validateIdempotencyKey(key);
@@ -123,11 +128,10 @@ export async function withIdempotency(
     const now = nowIso();
     await store.deleteIfOlder(rk, new Date(Date.parse(now) - IDEMPOTENCY_TTL_MS).toISOString());
     if (await store.claim(rk, hash, now)) {
-      maybePurge(services);
-      const pending: PendingRecord = { key: rk, statusOf: opts.statusOf ?? (() => 200) };
+      const pending: IdempotencyClaim = { key: rk, statusOf: opts.statusOf ?? (() => 200) };
       let result: IdempotentResult;
       try {
-        result = await pendingRecord.run(pending, fn);
+        result = await fn(pending);
       } catch (err) {
         // Releases a pending claim only: if the write committed, its completed record stays.
         await store.release(rk, now).catch(() => undefined);
@@ -167,14 +171,28 @@ export async function withIdempotency(
   }
 }
 
-/** Expired records are deleted now and then (at most once a minute per process). */
-const lastPurge = new WeakMap<Services, number>();
-function maybePurge(services: Services): void {
-  const last = lastPurge.get(services) ?? 0;
-  if (Date.now() - last < 60_000) return;
-  lastPurge.set(services, Date.now());
-  const before = new Date(Date.now() - IDEMPOTENCY_TTL_MS).toISOString();
-  services.storage.stores.idempotency.purgeOlderThan(before).catch((err: unknown) => {
-    services.log.warn({ err }, 'could not purge expired idempotency keys');
-  });
+/** Deletes expired records once a minute (a lifecycle service started by app.ts). */
+export class IdempotencyPurger {
+  readonly name = 'idempotency purge';
+  #timer: NodeJS.Timeout | undefined;
+
+  constructor(private readonly services: Services) {}
+
+  start(): void {
+    this.#timer = setInterval(() => void this.purge(), 60_000);
+    this.#timer.unref();
+  }
+
+  async purge(): Promise<void> {
+    const before = new Date(Date.now() - IDEMPOTENCY_TTL_MS).toISOString();
+    try {
+      await this.services.storage.stores.idempotency.purgeOlderThan(before);
+    } catch (err) {
+      this.services.log.warn({ err }, 'could not purge expired idempotency keys');
+    }
+  }
+
+  async stop(): Promise<void> {
+    clearInterval(this.#timer);
+  }
 }

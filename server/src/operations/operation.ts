@@ -20,6 +20,11 @@ export interface Operation<S extends z.ZodType = z.ZodType, O = unknown> {
   actors: readonly ActorKind[];
   /** The bot key scope it needs ('any' = every key). Ignored for users. */
   scope?: Scope | 'any';
+  /**
+   * Tokens of the caller's rate-limit bucket one call takes (default 1). Operations whose cost grows
+   * with the data (search) take more, so that a key cannot spend the server on them at the light rate.
+   */
+  rateCost?: number;
   run(ctx: OpContext, input: z.output<S>): Promise<O>;
 }
 
@@ -29,11 +34,20 @@ export function defineOperation<S extends z.ZodType, O>(op: Operation<S, O>): Op
 
 /** Turns zod issues into one message naming each offending field. */
 export function describeIssues(error: z.ZodError): { message: string; field: string } {
+  // An unknown field is reported by zod on the object holding it: name the field itself.
+  const pathOf = (i: z.core.$ZodIssue): string => {
+    const path = i.code === 'unrecognized_keys' && i.keys[0] !== undefined ? [...i.path, i.keys[0]] : i.path;
+    return path.length > 0 ? path.join('.') : '(body)';
+  };
   const first = error.issues[0];
-  const field = first && first.path.length > 0 ? first.path.join('.') : '(body)';
+  const field = first ? pathOf(first) : '(body)';
   const message = error.issues
     .slice(0, 5)
-    .map((i) => `${i.path.length > 0 ? i.path.join('.') : '(body)'}: ${i.message}`)
+    .map((i) =>
+      i.code === 'unrecognized_keys'
+        ? i.keys.map((k) => `${[...i.path, k].join('.')}: unknown field`).join('; ')
+        : `${pathOf(i)}: ${i.message}`,
+    )
     .join('; ');
   return { message, field };
 }

@@ -4,6 +4,7 @@ import { mkdir, rm } from 'node:fs/promises';
 import { once } from 'node:events';
 import { dirname, join, resolve, sep } from 'node:path';
 import { AppError } from '../domain/errors.js';
+import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from './private-files.js';
 
 /** What a stored upload turned out to be. */
 export interface StoredBlob {
@@ -43,8 +44,8 @@ export class BlobStore {
    */
   async write(relPath: string, source: AsyncIterable<Buffer>, maxBytes: number): Promise<StoredBlob> {
     const abs = this.#abs(relPath);
-    await mkdir(dirname(abs), { recursive: true });
-    const out = createWriteStream(abs, { flags: 'wx' });
+    await mkdir(dirname(abs), { recursive: true, mode: PRIVATE_DIR_MODE });
+    const out = createWriteStream(abs, { flags: 'wx', mode: PRIVATE_FILE_MODE });
     const hash = createHash('sha256');
     const headParts: Buffer[] = [];
     let headSize = 0;

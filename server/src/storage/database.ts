@@ -1,4 +1,3 @@
-import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
 import { Kysely, Migrator, PostgresDialect, sql, type Migration } from 'kysely';
@@ -6,9 +5,15 @@ import pg from 'pg';
 import type { Config } from '../config/config.js';
 import type { Database } from './schema.js';
 import * as m0001 from './migrations/0001_initial.js';
+import * as m0003 from './migrations/0003_incoming_token.js';
+import * as m0002 from './migrations/0002_search.js';
+import type { Progress } from './migrations/0002_search.js';
+import * as m0004 from './migrations/0004_deliveries.js';
 import { startCheckpointer, type Checkpointer } from './sqlite-checkpointer.js';
 import { useNamedStatements } from './pg-statements.js';
 import { engineDialect, SqliteEngine } from './sqlite-engine.js';
+import { SqliteReaders } from './sqlite-readers.js';
+import { makePrivateDatabaseFile, makePrivateDir } from './private-files.js';
 
 export type Dialect = 'sqlite' | 'postgres';
 
@@ -17,6 +22,8 @@ export interface DatabaseHandle {
   dialect: Dialect;
   /** The SQLite engine, on SQLite. */
   sqlite?: SqliteEngine;
+  /** SQLite (on a file): read-only connections in worker threads for long reads (search). */
+  readers?: SqliteReaders;
   /** PostgreSQL schema, when not the default one. */
   schema?: string | undefined;
   close(): Promise<void>;
@@ -24,10 +31,16 @@ export interface DatabaseHandle {
 
 /** Migrations in order; each receives the dialect for the few places where SQL types differ. */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- migrations run before the typed schema exists
-type MigrationUp = (db: Kysely<any>, dialect: Dialect) => Promise<void>;
+type MigrationUp = (db: Kysely<any>, dialect: Dialect, progress: Progress) => Promise<void>;
 const MIGRATIONS: Record<string, MigrationUp> = {
   '0001_initial': m0001.up,
+  '0003_incoming_token': m0003.up,
+  '0002_search': m0002.up,
+  '0004_deliveries': m0004.up,
 };
+
+/** Reader workers for long reads (search): two, so that one abandoned read never leaves none. */
+const READERS = 2;
 
 /** Above this size the WAL is checkpointed by the writer between commits, so that it starts over. */
 const WAL_LIMIT_BYTES = 64 * 1024 * 1024;
@@ -39,7 +52,10 @@ export function openSqlite(
     checkpointIntervalMs: 500,
   },
 ): DatabaseHandle {
-  if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true });
+  if (file !== ':memory:') {
+    makePrivateDir(dirname(file));
+    makePrivateDatabaseFile(file);
+  }
   const raw = new BetterSqlite3(file);
   raw.pragma('journal_mode = WAL');
   raw.pragma('synchronous = NORMAL');
@@ -71,11 +87,14 @@ export function openSqlite(
   }
   const engine = new SqliteEngine(raw, reader);
   const db = new Kysely<Database>({ dialect: engineDialect(engine) });
+  const readers = file !== ':memory:' ? new SqliteReaders(file, READERS) : undefined;
   return {
     db,
     dialect: 'sqlite',
     sqlite: engine,
+    ...(readers && { readers }),
     async close() {
+      await readers?.close();
       await checkpointer?.close();
       await db.destroy();
     },
@@ -122,10 +141,15 @@ export async function openDatabase(config: Config['database']): Promise<Database
     : openPostgres(config.url, config.schema, config.poolSize, config.namedStatements);
 }
 
-export async function migrate(handle: DatabaseHandle): Promise<string[]> {
+/** Applies the pending migrations (up to `target` when given: tests of a migration over existing data). */
+export async function migrate(
+  handle: DatabaseHandle,
+  progress: Progress = () => {},
+  target?: string,
+): Promise<string[]> {
   const migrations: Record<string, Migration> = {};
   for (const [name, up] of Object.entries(MIGRATIONS)) {
-    migrations[name] = { up: (db) => up(db, handle.dialect) };
+    migrations[name] = { up: (db) => up(db, handle.dialect, progress) };
   }
   const migrator = new Migrator({
     db: handle.db,
@@ -134,7 +158,8 @@ export async function migrate(handle: DatabaseHandle): Promise<string[]> {
     provider: { getMigrations: () => Promise.resolve(migrations) },
   });
   for (let attempt = 1; ; attempt++) {
-    const { error, results } = await migrator.migrateToLatest().catch((e: unknown) => ({
+    const run = target ? migrator.migrateTo(target) : migrator.migrateToLatest();
+    const { error, results } = await run.catch((e: unknown) => ({
       error: e,
       results: undefined,
     }));

@@ -23,12 +23,18 @@ export interface Database {
   bots: BotRow;
   bot_api_keys: BotApiKeyRow;
   bot_webhook_secrets: BotWebhookSecretRow;
+  bot_incoming_tokens: BotIncomingTokenRow;
   bot_commands: BotCommandRow;
   bookmarks: BookmarkRow;
   files: FileRow;
   events: EventRow;
   idempotency_keys: IdempotencyKeyRow;
   tool_calls: ToolCallRow;
+  outbox_cursors: OutboxCursorRow;
+  webhook_deliveries: DeliveryRow;
+  webhook_attempts: AttemptRow;
+  webhook_health: WebhookHealthRow;
+  notifications: NotificationRow;
 }
 
 export interface OrganizationRow {
@@ -190,6 +196,14 @@ export interface BotWebhookSecretRow {
   created_at: string;
 }
 
+/** The incoming-webhook token of a bot: its SHA-256 only (migration 0003). */
+export interface BotIncomingTokenRow {
+  bot_id: string;
+  token_hash: string;
+  created_by: string;
+  created_at: string;
+}
+
 export interface BotCommandRow {
   id: string;
   bot_id: string;
@@ -261,4 +275,69 @@ export interface ToolCallRow {
   error_code: string | null;
   duration_ms: number;
   created_at: string;
+}
+
+/** Durable position of an outbox consumer (the webhook fan-out). */
+export interface OutboxCursorRow {
+  name: string;
+  position: number;
+  updated_at: string;
+}
+
+/** One event for one bot's webhook; its id is the `webhook-id` of every attempt. */
+export interface DeliveryRow {
+  id: string;
+  org_id: string;
+  bot_id: string;
+  event_id: string;
+  /** The event's outbox row; null for events that are not in the outbox (webhook.test). */
+  event_seq: number | null;
+  event_position: number | null;
+  event_type: string;
+  event_created_at: string;
+  /** JSON data of an event that is not in the outbox. */
+  payload: string | null;
+  state: 'pending' | 'delivered' | 'failed';
+  /** Attempts made in the current round (a redelivery starts a new round). */
+  attempts: number;
+  /** When it is due; while a worker holds it, when that claim expires. */
+  next_attempt_at: string;
+  last_attempt_at: string | null;
+  last_status: number | null;
+  last_error: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface AttemptRow {
+  id: string;
+  delivery_id: string;
+  attempt: number;
+  started_at: string;
+  duration_ms: number;
+  status: number | null;
+  error: string | null;
+  /** The first 1 KB of the receiver's answer. */
+  response_snippet: string | null;
+}
+
+export interface WebhookHealthRow {
+  bot_id: string;
+  consecutive_failures: number;
+  paused_at: string | null;
+  paused_reason: string | null;
+  updated_at: string;
+}
+
+export interface NotificationRow {
+  id: string;
+  org_id: string;
+  user_id: string;
+  kind: string;
+  title: string;
+  body: string;
+  /** JSON object with the ids the notification is about. */
+  data: string;
+  created_at: string;
+  read_at: string | null;
 }

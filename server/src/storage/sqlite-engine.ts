@@ -192,7 +192,9 @@ export class SqliteEngine {
         this.#cachedBytes += bytes;
       }
     }
-    return { rows };
+    // A fresh array each time: callers may reorder what they get (Kysely's migrator sorts its rows in
+    // place, which threw on a restart with two migrations or more); the rows themselves stay frozen.
+    return { rows: Object.isFrozen(rows) ? rows.slice() : rows };
   }
 
   // --- transactions and group commit ---

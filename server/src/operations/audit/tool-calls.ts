@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import { newId } from '../../domain/ids.js';
 import type { ToolCallRow } from '../../storage/schema.js';
 import type { Storage } from '../../storage/storage.js';
-import type { BotActor, Services } from '../context.js';
+import type { BotActor } from '../context.js';
 import { loadManagedBot } from '../bots/bots.js';
 import { defineOperation } from '../operation.js';
 import { limit, uuid } from '../schemas.js';
@@ -21,6 +21,7 @@ const FLUSH_MS = 10;
 const FLUSH_ROWS = 200;
 
 export class ToolCallRecorder {
+  readonly name = 'tool-call audit';
   #pending: ToolCallRow[] = [];
   #scheduled = false;
   #flushing: Promise<void> = Promise.resolve();
@@ -55,6 +56,11 @@ export class ToolCallRecorder {
     }
   }
 
+  /** Writes what is buffered before the database closes. */
+  stop(): Promise<void> {
+    return this.flush();
+  }
+
   flush(): Promise<void> {
     this.#scheduled = false;
     this.#flushing = this.#flushing.then(async () => {
@@ -71,15 +77,6 @@ export class ToolCallRecorder {
     });
     return this.#flushing;
   }
-}
-
-const recorders = new WeakMap<Services, ToolCallRecorder>();
-
-/** The one recorder of a running server. */
-export function toolCallRecorder(services: Services): ToolCallRecorder {
-  let r = recorders.get(services);
-  if (!r) recorders.set(services, (r = new ToolCallRecorder(services.storage, services.log)));
-  return r;
 }
 
 export const ToolCallView = z.object({
@@ -118,7 +115,7 @@ export const listToolCalls = defineOperation({
   async run(ctx, input) {
     const stores = ctx.services.storage.stores;
     const bot = await loadManagedBot(stores, ctx.actor, input.bot_id);
-    await toolCallRecorder(ctx.services).flush();
+    await ctx.services.toolCalls.flush();
     const rows = await stores.toolCalls.listForBot(bot.id, input);
     return { items: rows.map(toolCallView) };
   },

@@ -6,6 +6,7 @@ import type { Storage } from '../../storage/storage.js';
  * counted in memory and flushed every `intervalMs`, at shutdown, and before any read of key usage.
  */
 export class KeyUsageRecorder {
+  readonly name = 'key usage';
   readonly #pending = new Map<string, { uses: number; lastUsedAt: string }>();
   #timer: NodeJS.Timeout | undefined;
   #flushing: Promise<void> = Promise.resolve();

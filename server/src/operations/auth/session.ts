@@ -13,12 +13,22 @@ export const LoginInput = z.strictObject({
 
 export const LoginOutput = z.object({ token: z.string(), expires_at: z.string(), user: UserView });
 
-/** Password login: the one operation that runs without a caller. */
-export async function login(services: Services, input: z.output<typeof LoginInput>) {
+/**
+ * Password login: the one operation that runs without a caller. `clientAddress` is where the attempt
+ * comes from, for the brute-force throttle (login-guard.ts).
+ */
+export async function login(services: Services, input: z.output<typeof LoginInput>, clientAddress: string) {
+  const account = input.email.trim().toLowerCase();
+  services.loginGuard.check(account, clientAddress);
   const user = await services.storage.stores.users.getByEmail(input.email);
   // Verify even when the user does not exist, so timing does not reveal which emails are registered.
-  const ok = await verifyPassword(input.password, user?.password_hash ?? DUMMY_HASH);
-  if (!user || !ok) throw new AppError('unauthenticated', 'Wrong email or password');
+  const ok = await services.loginGuard.hashing(() =>
+    verifyPassword(input.password, user?.password_hash ?? DUMMY_HASH),
+  );
+  if (!user || !ok) {
+    services.loginGuard.failed(account, clientAddress);
+    throw new AppError('unauthenticated', 'Wrong email or password');
+  }
   if (user.status !== 'active') throw new AppError('unauthenticated', 'This user is deactivated');
   const token = generateUserToken();
   const now = nowIso();

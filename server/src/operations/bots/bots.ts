@@ -1,5 +1,7 @@
 import { z } from 'zod';
-import { AppError, notFound } from '../../domain/errors.js';
+import type { Config } from '../../config/config.js';
+import { checkWebhookUrl } from '../../delivery/outbound.js';
+import { AppError, invalid, notFound } from '../../domain/errors.js';
 import { SUBSCRIBABLE_EVENT_TYPES } from '../../domain/events.js';
 import { newId } from '../../domain/ids.js';
 import type { BotRow } from '../../storage/schema.js';
@@ -44,6 +46,20 @@ const viewFor = (actor: Actor, bot: BotRow) => {
 };
 
 const webhookUrl = z.url({ protocol: /^https?$/, message: 'must be an http:// or https:// URL' }).max(2000);
+/**
+ * Refuses, at registration, a webhook URL the delivery client would refuse anyway (private or loopback
+ * literal addresses, localhost) unless WORKROOM_ALLOW_PRIVATE_WEBHOOK_URLS or
+ * WORKROOM_WEBHOOK_ALLOWED_RANGES open it; names that resolve to private addresses are caught at delivery.
+ */
+function assertWebhookUrlAllowed(config: Config, url: string | null | undefined): void {
+  if (!url) return;
+  const why = checkWebhookUrl(url, {
+    allowPrivate: config.webhooks.allowPrivateUrls,
+    allowedRanges: config.webhooks.allowedRanges,
+  });
+  if (why) throw invalid('webhook_url', why);
+}
+
 const events = z.array(z.enum(SUBSCRIBABLE_EVENT_TYPES)).max(SUBSCRIBABLE_EVENT_TYPES.length);
 
 export const createBot = defineOperation({
@@ -65,6 +81,7 @@ export const createBot = defineOperation({
     if (input.type === 'platform' && !isSystemAdmin(actor)) {
       throw new AppError('forbidden', 'Only a system_admin registers platform bots');
     }
+    assertWebhookUrlAllowed(ctx.services.config, input.webhook_url);
     return write(ctx.services, async ({ stores, now }) => {
       const row: BotRow = {
         id: newId(),
@@ -128,6 +145,7 @@ export const updateBot = defineOperation({
   async run(ctx, input) {
     return write(ctx.services, async ({ stores, now }) => {
       const bot = await loadManagedBot(stores, ctx.actor, input.bot_id);
+      assertWebhookUrlAllowed(ctx.services.config, input.webhook_url);
       await stores.bots.update(
         bot.id,
         {

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { AppError, conflict, notFound } from '../../domain/errors.js';
+import type { EventData } from '../../domain/events.js';
 import { newId } from '../../domain/ids.js';
 import { LIMITS } from '../../domain/limits.js';
 import type { CommandWithBot } from '../../storage/stores/commands.js';
@@ -10,6 +11,8 @@ import { listOf } from '../views.js';
 import { write } from '../write.js';
 import { containerRef } from '../messages/messages.js';
 import { COMMAND_NAME_RE, type BUILTIN_COMMANDS } from './custom-commands.js';
+import { DeliveryView, dispatchInvocation, ReplyView } from './dispatch.js';
+import type { Invocation } from './response-token.js';
 
 /**
  * The slash palette: built-in commands and the custom commands of the bots usable in the caller's
@@ -93,6 +96,13 @@ export const ExecuteOutput = z.object({
   source: z.enum(['builtin', 'bot']),
   text: z.string().optional().describe('Answer of a built-in command'),
   invocation_id: z.string().optional().describe('Id of the command.invoked event of a bot command'),
+  delivery: DeliveryView.optional().describe(
+    "A bot's command: whether the bot got it at once, and if not why",
+  ),
+  reply: ReplyView.nullable()
+    .optional()
+    .describe("The bot's immediate answer: posted as its message, or (ephemeral) shown to you only"),
+  reply_error: z.string().nullable().optional().describe("Why the bot's answer could not be used as a reply"),
   bot_id: z.string().nullable(),
   bot_name: z.string().nullable(),
   channel_id: z.string().nullable(),
@@ -102,9 +112,11 @@ export const ExecuteOutput = z.object({
 
 /**
  * Runs a slash command. Built-ins answer at once (200, status "completed"). A bot's command is
- * validated and recorded as a command.invoked event in the outbox, to be delivered to the bot
- * (202, status "dispatched"). Unknown commands answer 404 not_found. When a container is given it
- * must be visible to the caller, and the bot must be a member of it.
+ * validated, recorded as a command.invoked event in the outbox, and sent to the bot's webhook at once
+ * (dispatch.ts); the answer says whether the bot got it and carries its reply, if any (202, status
+ * "dispatched"). A bot that cannot be reached is reported in `delivery`, never as a server error.
+ * Unknown commands answer 404 not_found. When a container is given it must be visible to the caller,
+ * and the bot must be a member of it.
  */
 export const executeSlashCommand = defineOperation({
   name: 'commands.execute',
@@ -151,7 +163,7 @@ export const executeSlashCommand = defineOperation({
     let candidates = await stores.commands.listAvailable(actor.orgId, name);
     if (input.bot_id) candidates = candidates.filter((x) => x.bot_id === input.bot_id);
     if (candidates.length === 0) {
-      throw notFound(`Unknown command /${name}; /help lists the available commands`);
+      throw new AppError('not_found', `Unknown command /${name}; /help lists the available commands`);
     }
     if (candidates.length > 1) {
       throw conflict(
@@ -159,7 +171,19 @@ export const executeSlashCommand = defineOperation({
       );
     }
     const cmd = candidates[0]!;
-    return write(ctx.services, async ({ stores: tx, now, emit }) => {
+    const inv: Invocation = {
+      invocationId: newId(),
+      orgId: actor.orgId,
+      botId: cmd.bot_id,
+      userId: actor.userId,
+      command: name,
+      channelId: place.channel_id,
+      topicId: place.topic_id,
+      dmRoomId: place.dm_room_id,
+    };
+    const grant = ctx.services.commands.tokens.issue(inv);
+    let data: EventData<'command.invoked'> | undefined;
+    const recorded = await write(ctx, async ({ stores: tx, now, emit }) => {
       if (c) {
         const kind = c.kind === 'topic' ? 'project' : c.kind;
         const parent = c.kind === 'topic' ? (await tx.containers.getTopic(c.id))!.project_id : c.id;
@@ -170,9 +194,8 @@ export const executeSlashCommand = defineOperation({
           );
         }
       }
-      const invocationId = newId();
-      emit('command.invoked', actor.orgId, {
-        invocation_id: invocationId,
+      data = {
+        invocation_id: inv.invocationId,
         command: name,
         args,
         text: input.text,
@@ -181,17 +204,24 @@ export const executeSlashCommand = defineOperation({
         user_id: actor.userId,
         ...place,
         invoked_at: now,
-      });
+        // Only the bot learns this URL (the event goes to it alone): it can post as the bot.
+        response_url: `${ctx.services.config.publicUrl}/api/commands/responses/${grant.token}`,
+        response_url_expires_at: new Date(grant.expiresAt).toISOString(),
+      };
+      emit('command.invoked', actor.orgId, data);
       return {
         status: 'dispatched' as const,
         command: name,
         args,
         source: 'bot' as const,
-        invocation_id: invocationId,
+        invocation_id: inv.invocationId,
         bot_id: cmd.bot_id,
         bot_name: cmd.bot_name,
         ...place,
       };
     });
+    // After the commit: the bot may answer through the response URL before this request ends.
+    const sent = data!;
+    return { ...recorded, ...(await dispatchInvocation(ctx.services, inv, sent, sent.invoked_at)) };
   },
 });

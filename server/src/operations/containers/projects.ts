@@ -78,8 +78,44 @@ export const addProjectMember = defineOperation({
       const p = await loadProject(stores, ctx.actor, input.project_id);
       const member = await resolveMember(stores, p.org_id, input);
       const added = await stores.containers.addMember('project', p.id, member, now);
-      if (added) emitResourcesChanged(tx, p.org_id, [member]);
+      if (added) {
+        // A bot's MCP sessions hear of it through member.joined (its resources now include the topics).
+        tx.emit('member.joined', p.org_id, {
+          project_id: p.id,
+          member_type: member.type,
+          member_id: member.id,
+          added_by: actorRef(ctx.actor).id,
+        });
+      }
       return { member_type: member.type, member_id: member.id, added };
+    });
+  },
+});
+
+export const removeProjectMember = defineOperation({
+  name: 'projects.members.remove',
+  summary: 'Remove a user or a bot from a project (yourself, or anyone as its creator or an org admin)',
+  input: z.strictObject({ project_id: uuid('project'), ...memberInput }).refine(oneMember, ONE_MEMBER),
+  output: z.object({ member_type: z.enum(['user', 'bot']), member_id: z.string(), removed: z.boolean() }),
+  actors: ['user'],
+  async run(ctx, input) {
+    return write(ctx.services, async ({ stores, emit }) => {
+      const p = await loadProject(stores, ctx.actor, input.project_id);
+      const member = await resolveMember(stores, p.org_id, input);
+      const by = actorRef(ctx.actor).id;
+      const self = member.type === 'user' && member.id === by;
+      if (!self && p.created_by !== by && !isOrgAdmin(ctx.actor, p.org_id)) {
+        throw new AppError('forbidden', 'Only the project creator or an org admin removes other members');
+      }
+      const removed = await stores.containers.removeMember('project', p.id, member);
+      if (removed)
+        emit('member.left', p.org_id, {
+          project_id: p.id,
+          member_type: member.type,
+          member_id: member.id,
+          removed_by: by,
+        });
+      return { member_type: member.type, member_id: member.id, removed };
     });
   },
 });

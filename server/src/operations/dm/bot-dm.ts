@@ -30,7 +30,7 @@ export const sendBotDm = defineOperation({
     if (input.bot_id !== actor.botId) {
       throw new AppError('forbidden', 'The botId in the path is not the bot of this API key');
     }
-    return write(ctx.services, async (tx) => {
+    return write(ctx, async (tx) => {
       const user = await tx.stores.users.get(input.user_id);
       if (!user || user.org_id !== actor.orgId) throw notFound('User');
       if (user.status !== 'active') throw new AppError('forbidden', 'The user is deactivated');

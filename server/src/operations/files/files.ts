@@ -3,10 +3,9 @@ import { z } from 'zod';
 import { AppError, notFound } from '../../domain/errors.js';
 import { newId, nowIso } from '../../domain/ids.js';
 import { LIMITS } from '../../domain/limits.js';
-import { BlobStore } from '../../storage/blobs.js';
 import type { FileRow } from '../../storage/schema.js';
 import { containerOf } from '../../storage/stores/messages.js';
-import { actorRef, type Services } from '../context.js';
+import { actorRef } from '../context.js';
 import { loadChannel, loadContainer } from '../access.js';
 import { defineOperation } from '../operation.js';
 import { limit, offset, uuid } from '../schemas.js';
@@ -52,13 +51,6 @@ export const fileView = (f: Omit<FileRow, 'storage_path' | 'deleted_at'>): FileV
   download_url: `/api/files/${f.id}`,
 });
 
-const blobsOf = new WeakMap<Services, BlobStore>();
-export const blobStore = (services: Services): BlobStore => {
-  let b = blobsOf.get(services);
-  if (!b) blobsOf.set(services, (b = new BlobStore(services.config.dataDir)));
-  return b;
-};
-
 /** A display name that is safe anywhere: no path, no control characters, at most 255 characters. */
 export function cleanFilename(name: string | undefined): string {
   const base = (name ?? '').split(/[\\/]/).pop() ?? '';
@@ -88,7 +80,7 @@ export const uploadFile = defineOperation({
     const { services, actor } = ctx;
     const ch = await loadChannel(services.storage.stores, actor, input.channel_id, 'write');
     const id = newId();
-    const blobs = blobStore(services);
+    const blobs = services.blobs;
     const relPath = blobs.pathFor(ch.org_id, id, nowIso());
     const filename = cleanFilename(input.filename);
     const stored = await blobs.write(relPath, input.file, services.config.maxUploadBytes);
@@ -196,7 +188,7 @@ export const getFileForDownload = defineOperation({
       if (e instanceof AppError && e.code === 'not_found') throw notFound('File');
       throw e;
     }
-    const blobs = blobStore(ctx.services);
+    const blobs = ctx.services.blobs;
     return { file: fileView(f), open: () => blobs.open(f.storage_path) };
   },
 });

@@ -17,6 +17,7 @@ import {
 } from '../schemas.js';
 import { listOf, MessageView, messageView } from '../views.js';
 import { write, type WriteTx } from '../write.js';
+import type { EventData } from '../../domain/events.js';
 
 export function containerRef(v: {
   channel_id?: string | undefined;
@@ -29,7 +30,7 @@ export function containerRef(v: {
 }
 
 /** Event data of message.* events: the spec's content, channel_id, sender_id, sender_type, and more. */
-export function messageEventData(m: MessageRow): Record<string, unknown> {
+export function messageEventData(m: MessageRow): EventData<'message.created'> {
   return {
     message_id: m.id,
     content: m.content,
@@ -93,7 +94,7 @@ export const sendMessage = defineOperation({
     const c = containerRef(input);
     // Authorize first, then hold the write transaction only for the writes.
     const { orgId } = await loadContainer(ctx.services.storage.stores, ctx.actor, c, 'write');
-    return write(ctx.services, async (tx) =>
+    return write(ctx, async (tx) =>
       messageView(await insertMessage(tx, orgId, c, actorRef(ctx.actor), input)),
     );
   },

@@ -53,8 +53,16 @@ async function checkAssignee(stores: Stores, orgId: string, userId: string): Pro
   }
 }
 
-function taskEventData(t: TaskRow, extra: Record<string, unknown> = {}): Record<string, unknown> {
-  return { task_id: t.id, task: taskView(t), topic_id: t.topic_id, ...extra };
+/** The fields every task event carries: the task as it is now and who acted. */
+function taskEventData<X extends object>(t: TaskRow, by: { type: 'user' | 'bot'; id: string }, extra: X) {
+  return {
+    task_id: t.id,
+    task: taskView(t),
+    topic_id: t.topic_id,
+    actor_type: by.type,
+    actor_id: by.id,
+    ...extra,
+  };
 }
 
 export const CreateTaskInput = z.strictObject({
@@ -74,7 +82,7 @@ export const createTask = defineOperation({
   actors: ['user', 'bot'],
   scope: 'tasks:write',
   async run(ctx, input) {
-    return write(ctx.services, async (tx: WriteTx) => {
+    return write(ctx, async (tx: WriteTx) => {
       const topic = await loadTopic(tx.stores, ctx.actor, input.topic_id);
       if (input.assignee_id) await checkAssignee(tx.stores, topic.org_id, input.assignee_id);
       const by = actorRef(ctx.actor);
@@ -94,13 +102,12 @@ export const createTask = defineOperation({
         updated_at: tx.now,
       };
       await tx.stores.tasks.insert(row);
-      const actorData = { actor_type: by.type, actor_id: by.id };
-      tx.emit('task.created', row.org_id, taskEventData(row, actorData));
+      tx.emit('task.created', row.org_id, taskEventData(row, by, {}));
       if (row.assignee_id) {
         tx.emit(
           'task.assigned',
           row.org_id,
-          taskEventData(row, { ...actorData, assignee_id: row.assignee_id, previous_assignee_id: null }),
+          taskEventData(row, by, { assignee_id: row.assignee_id, previous_assignee_id: null }),
         );
       }
       return taskView(row);
@@ -144,20 +151,18 @@ export const updateTask = defineOperation({
       await tx.stores.tasks.update(task.id, patch, tx.now);
       const updated: TaskRow = { ...task, ...patch, updated_at: tx.now };
       const by = actorRef(ctx.actor);
-      const actorData = { actor_type: by.type, actor_id: by.id };
       if (patch.status !== undefined) {
         tx.emit(
           'task.status_changed',
           task.org_id,
-          taskEventData(updated, { ...actorData, status: updated.status, previous_status: task.status }),
+          taskEventData(updated, by, { status: updated.status, previous_status: task.status }),
         );
       }
       if (patch.assignee_id !== undefined) {
         tx.emit(
           'task.assigned',
           task.org_id,
-          taskEventData(updated, {
-            ...actorData,
+          taskEventData(updated, by, {
             assignee_id: updated.assignee_id,
             previous_assignee_id: task.assignee_id,
           }),

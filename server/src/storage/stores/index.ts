@@ -3,11 +3,14 @@ import { BookmarkStore } from './bookmarks.js';
 import { BotStore } from './bots.js';
 import { CommandStore } from './commands.js';
 import { ContainerStore } from './containers.js';
+import { DeliveryStore } from './deliveries.js';
 import { DirectoryStore } from './directory.js';
 import { EventStore } from './events.js';
 import { FileStore } from './files.js';
 import { IdempotencyStore } from './idempotency.js';
+import { IncomingTokenStore } from './incoming-tokens.js';
 import { MessageStore } from './messages.js';
+import { NotificationStore } from './notifications.js';
 import { OrganizationStore } from './organizations.js';
 import { TaskStore } from './tasks.js';
 import { ToolCallStore } from './tool-calls.js';
@@ -31,6 +34,9 @@ export class Stores {
   #files?: FileStore;
   #directory?: DirectoryStore;
   #idempotency?: IdempotencyStore;
+  #incomingTokens?: IncomingTokenStore;
+  #deliveries?: DeliveryStore;
+  #notifications?: NotificationStore;
 
   constructor(readonly db: Executor) {}
 
@@ -72,5 +78,14 @@ export class Stores {
   }
   get idempotency(): IdempotencyStore {
     return (this.#idempotency ??= new IdempotencyStore(this.db));
+  }
+  get incomingTokens(): IncomingTokenStore {
+    return (this.#incomingTokens ??= new IncomingTokenStore(this.db));
+  }
+  get deliveries(): DeliveryStore {
+    return (this.#deliveries ??= new DeliveryStore(this.db));
+  }
+  get notifications(): NotificationStore {
+    return (this.#notifications ??= new NotificationStore(this.db));
   }
 }

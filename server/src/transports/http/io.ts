@@ -32,8 +32,23 @@ export function sendJson(
   sendText(res, status, JSON.stringify(body), 'application/json; charset=utf-8', headers);
 }
 
-/** Reads the raw body up to `maxBytes`; a larger one answers 413 without reading further. */
-export function readBody(req: IncomingMessage, maxBytes: number): Promise<Buffer> {
+/**
+ * How long a JSON body (at most WORKROOM_MAX_BODY_BYTES, 1 MB by default) may take to arrive, unless
+ * the caller passes WORKROOM_BODY_TIMEOUT: a real client sends one in well under a second; a client
+ * dripping it a byte at a time is cut off here instead of holding its connection until the request
+ * time-out (which uploads need to be long).
+ */
+export const BODY_TIMEOUT_MS = 15_000;
+
+/**
+ * Reads the raw body up to `maxBytes`; a larger one answers 413 without reading further, one that takes
+ * longer than `timeoutMs` 408.
+ */
+export function readBody(
+  req: IncomingMessage,
+  maxBytes: number,
+  timeoutMs = BODY_TIMEOUT_MS,
+): Promise<Buffer> {
   const declared = Number(req.headers['content-length']);
   if (Number.isFinite(declared) && declared > maxBytes) {
     return Promise.reject(
@@ -43,18 +58,33 @@ export function readBody(req: IncomingMessage, maxBytes: number): Promise<Buffer
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
+    const stop = (err: AppError) => {
+      clearTimeout(timer);
+      req.removeAllListeners('data');
+      req.resume();
+      reject(err);
+    };
+    const timer = setTimeout(
+      () => stop(new AppError('request_timeout', `The body did not arrive within ${timeoutMs / 1000} s`)),
+      timeoutMs,
+    );
+    timer.unref();
     req.on('data', (chunk: Buffer) => {
       size += chunk.length;
       if (size > maxBytes) {
-        req.removeAllListeners('data');
-        req.resume();
-        reject(new AppError('payload_too_large', `The body exceeds the limit of ${maxBytes} bytes`));
+        stop(new AppError('payload_too_large', `The body exceeds the limit of ${maxBytes} bytes`));
         return;
       }
       chunks.push(chunk);
     });
-    req.on('end', () => resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks)));
-    req.on('error', reject);
+    req.on('end', () => {
+      clearTimeout(timer);
+      resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks));
+    });
+    req.on('error', (err) => {
+      clearTimeout(timer);
+      reject(err);
+    });
   });
 }
 
@@ -65,30 +95,101 @@ export function readBody(req: IncomingMessage, maxBytes: number): Promise<Buffer
 export async function readJsonObject(
   req: IncomingMessage,
   maxBytes: number,
+  timeoutMs = BODY_TIMEOUT_MS,
 ): Promise<Record<string, unknown>> {
-  const raw = await readBody(req, maxBytes);
+  return parseJsonObject(await readBody(req, maxBytes, timeoutMs), req.headers['content-type']);
+}
+
+/** The rules of readJsonObject, for a body already read (the incoming webhook checks its bytes first). */
+export function parseJsonObject(raw: Buffer, type: string | undefined): Record<string, unknown> {
   if (raw.length === 0) return {};
-  const type = req.headers['content-type'];
   if (type !== undefined && !isJsonContentType(type)) {
     throw new AppError('unsupported_media_type', `Content-Type must be application/json, not ${type}`);
   }
   let value: unknown;
+  const text = raw.toString('utf8');
   try {
-    value = JSON.parse(raw.toString('utf8'));
+    value = JSON.parse(text);
   } catch {
     throw new AppError('invalid_json', 'The body is not valid JSON');
   }
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {
     throw new AppError('invalid_input', '(body): must be a JSON object', { field: '(body)' });
   }
+  const deep = tooDeep(value);
+  if (deep !== null) throw deep;
+  // U+0000 can only arrive as the escape \u0000 (JSON forbids it raw), so most bodies skip the walk.
+  const nul = text.includes('\\u0000') ? findNul(value) : null;
+  if (nul !== null) throw nulError(nul);
   return value as Record<string, unknown>;
 }
 
-/** Query string as an object; a repeated key keeps its last value. */
+/** No request needs JSON nested deeper than this; deeper input could exhaust a recursive consumer. */
+export const MAX_JSON_DEPTH = 32;
+
+/** An error when `value` nests objects/arrays deeper than MAX_JSON_DEPTH (checked without recursion). */
+export function tooDeep(value: unknown): AppError | null {
+  const stack: [unknown, number][] = [[value, 1]];
+  while (stack.length > 0) {
+    const [v, depth] = stack.pop()!;
+    if (v === null || typeof v !== 'object') continue;
+    if (depth > MAX_JSON_DEPTH) {
+      return new AppError('invalid_input', `(body): JSON nested deeper than ${MAX_JSON_DEPTH} levels`, {
+        field: '(body)',
+      });
+    }
+    for (const child of Array.isArray(v) ? v : Object.values(v)) stack.push([child, depth + 1]);
+  }
+  return null;
+}
+
+/**
+ * The path (`a.b.0.c`) of the first string or key in a JSON value that contains U+0000, or null.
+ * PostgreSQL cannot store that character in text, so both databases refuse it alike, at the edge.
+ */
+export function findNul(value: unknown, path = ''): string | null {
+  if (typeof value === 'string') return value.includes('\0') ? path : null;
+  if (value === null || typeof value !== 'object') return null;
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      const p = findNul(value[i], path ? `${path}.${i}` : String(i));
+      if (p !== null) return p;
+    }
+    return null;
+  }
+  for (const [k, v] of Object.entries(value)) {
+    const here = path ? `${path}.${k}` : k;
+    if (k.includes('\0')) return here;
+    const p = findNul(v, here);
+    if (p !== null) return p;
+  }
+  return null;
+}
+
+const nulError = (field: string) =>
+  new AppError('invalid_input', `${field}: must not contain the NUL character (U+0000)`, { field });
+
+/** Query string as an object; a repeated key keeps its last value. U+0000 answers 400. */
 export function queryObject(url: URL): Record<string, string> {
   const out: Record<string, string> = {};
-  for (const [k, v] of url.searchParams) out[k] = v;
+  for (const [k, v] of url.searchParams) {
+    if (k.includes('\0') || v.includes('\0')) throw nulError(k.replace(/\0/g, ''));
+    out[k] = v;
+  }
   return out;
 }
 
 export const camelToSnake = (s: string): string => s.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
+
+/**
+ * The client's address: the connection's peer, or behind a trusted reverse proxy
+ * (WORKROOM_TRUST_PROXY) the last X-Forwarded-For entry, the one that proxy added.
+ */
+export function clientAddress(req: IncomingMessage, trustProxy: boolean): string {
+  const forwarded = req.headers['x-forwarded-for'];
+  if (trustProxy && typeof forwarded === 'string') {
+    const last = forwarded.split(',').pop()?.trim();
+    if (last) return last;
+  }
+  return req.socket.remoteAddress ?? 'unknown';
+}

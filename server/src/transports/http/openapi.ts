@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { EVENT_CATALOGUE, INTERNAL_EVENT_TYPES } from '../../domain/events.js';
 import { HTTP_STATUS } from './errors.js';
 import { camelToSnake } from './io.js';
 import { isOpRoute, type Route } from './types.js';
@@ -140,5 +141,57 @@ export function buildOpenApi(routes: Route[], serverUrl: string): Record<string,
       },
     },
     paths,
+    webhooks: webhooksFromCatalogue(),
   };
+}
+
+/**
+ * The `webhooks` section (OpenAPI 3.1): one entry per event type a bot can receive, from the event
+ * catalogue. Each is the POST Workroom sends to the bot's webhook URL: the envelope with that event's
+ * `data`, signed as docs/WEBHOOKS.md describes.
+ */
+function webhooksFromCatalogue(): Record<string, unknown> {
+  const internal = new Set<string>(INTERNAL_EVENT_TYPES);
+  const out: Record<string, unknown> = {};
+  for (const [type, entry] of Object.entries(EVENT_CATALOGUE)) {
+    if (internal.has(type)) continue;
+    out[type] = {
+      post: {
+        operationId: `webhook:${type}`,
+        summary: entry.description,
+        description:
+          'Sent to the webhook URL of each bot that receives this event. Verify the signature before parsing: the body `signature` (sha256= HMAC of the body without it), `X-Workroom-Signature` (sha256= HMAC of the raw body) and the Standard Webhooks headers `webhook-id`, `webhook-timestamp`, `webhook-signature`. Answer 2xx within the time-out (5 s); anything else is retried.',
+        parameters: ['webhook-id', 'webhook-timestamp', 'webhook-signature', 'x-workroom-signature'].map(
+          (name) => ({ name, in: 'header', required: true, schema: { type: 'string' } }),
+        ),
+        requestBody: {
+          required: true,
+          content: {
+            'application/json': {
+              schema: {
+                type: 'object',
+                required: ['event_type', 'timestamp', 'bot_id', 'data', 'event_id', 'signature'],
+                properties: {
+                  event_type: { const: type },
+                  timestamp: { type: 'string', description: 'When the event happened, ISO 8601' },
+                  bot_id: { type: 'string', description: 'The receiving bot' },
+                  data: z.toJSONSchema(entry.data, { io: 'input', unrepresentable: 'any' }),
+                  event_id: {
+                    type: 'string',
+                    description: 'Unique id of the event (the same on every retry)',
+                  },
+                  signature: {
+                    type: 'string',
+                    description: 'sha256= and the hex HMAC-SHA256 of the body without this member',
+                  },
+                },
+              },
+            },
+          },
+        },
+        responses: { 200: { description: 'Received (any 2xx)' } },
+      },
+    };
+  }
+  return out;
 }

@@ -10,6 +10,7 @@ import { HTTP_STATUS } from './errors.js';
 import { camelToSnake, queryObject, readJsonObject, sendJson } from './io.js';
 import { enforceRateLimit } from './rate-limit.js';
 import { Router } from './router.js';
+import { isWebPath, serveStatic } from './static.js';
 import { isOpRoute, type OpRoute, type RequestContext, type Route } from './types.js';
 
 const REQUEST_ID_RE = /^[\w.:-]{1,128}$/;
@@ -22,6 +23,8 @@ export function sendError(rc: Pick<RequestContext, 'res' | 'log' | 'requestId'>,
   if (!isAppError(err)) rc.log.error({ err }, 'unhandled error');
   const headers: Record<string, string | number> = {};
   if (e.code === 'unauthenticated') headers['www-authenticate'] = 'Bearer';
+  // The rest of a body that was refused is not read: the connection cannot carry another request.
+  if (e.code === 'request_timeout' || e.code === 'payload_too_large') headers.connection = 'close';
   if (e.details.retryAfterSeconds !== undefined)
     headers['retry-after'] = Math.ceil(e.details.retryAfterSeconds);
   const body: Record<string, unknown> = { code: e.code, message: e.message };
@@ -35,9 +38,13 @@ export function sendError(rc: Pick<RequestContext, 'res' | 'log' | 'requestId'>,
 }
 
 /** Authenticates the request for a route that requires it. */
-export async function authenticateRequest(rc: RequestContext, need: 'user' | 'bot' | 'any'): Promise<Actor> {
+export async function authenticateRequest(
+  rc: RequestContext,
+  need: 'user' | 'bot' | 'any',
+  rateCost = 1,
+): Promise<Actor> {
   const actor = await authenticate(rc.services, bearerCredential(rc.req.headers.authorization));
-  enforceRateLimit(rc.services, actor, rc.res);
+  enforceRateLimit(rc.services, actor, rc.res, rateCost);
   if (need === 'user' && actor.kind !== 'user') {
     throw new AppError('forbidden', 'This endpoint takes a user token, not a bot API key');
   }
@@ -51,9 +58,9 @@ export async function authenticateRequest(rc: RequestContext, need: 'user' | 'bo
 async function runOpRoute(rc: RequestContext, route: OpRoute): Promise<void> {
   const op = route.op;
   const need = op.actors.length === 2 ? 'any' : op.actors[0]!;
-  const actor = await authenticateRequest(rc, need);
+  const actor = await authenticateRequest(rc, need, op.rateCost);
   const input: Record<string, unknown> = BODY_METHODS.has(route.method)
-    ? await readJsonObject(rc.req, rc.services.config.maxBodyBytes)
+    ? await readJsonObject(rc.req, rc.services.config.maxBodyBytes, rc.services.config.http.bodyTimeoutMs)
     : queryObject(rc.url);
   for (const [name, value] of Object.entries(rc.params))
     input[route.params?.[name] ?? camelToSnake(name)] = value;
@@ -66,8 +73,8 @@ async function runOpRoute(rc: RequestContext, route: OpRoute): Promise<void> {
     actor,
     typeof key === 'string' ? key : undefined,
     { operation: op.name, input, statusOf },
-    async () => {
-      const result = await runOperation(op, ctx, input);
+    async (idempotency) => {
+      const result = await runOperation(op, { ...ctx, idempotency }, input);
       return { status: statusOf(result), body: result };
     },
   );
@@ -83,18 +90,34 @@ export function createHttpHandler(services: Services, routes: Route[]): HttpHand
   for (const r of routes) router.add(r.method, r.path, r);
 
   return (req, res) => {
+    // Nothing that happens to this request may escape as an exception: a client that resets its
+    // connection makes the streams emit 'error', which without a listener would end the process.
+    req.on('error', ignoreStreamError);
+    res.on('error', ignoreStreamError);
+    try {
+      handle(req, res);
+    } catch (err) {
+      // A bug in the synchronous part of routing: answered like any other internal error.
+      services.log.error({ err }, 'request handling failed');
+      if (!res.headersSent)
+        sendJson(res, 500, { error: { code: 'internal', message: 'Internal server error' } });
+      else res.destroy();
+    }
+  };
+
+  function handle(req: IncomingMessage, res: ServerResponse): void {
     const started = process.hrtime.bigint();
     const incomingId = req.headers['x-request-id'];
     const requestId =
       typeof incomingId === 'string' && REQUEST_ID_RE.test(incomingId) ? incomingId : randomUUID();
     res.setHeader('x-request-id', requestId);
     res.setHeader('x-content-type-options', 'nosniff');
-    const url = new URL(req.url ?? '/', 'http://localhost');
+    const url = parseRequestTarget(req.url);
     let log: Logger | undefined; // the per-request child logger is made only when something logs
     const rc: RequestContext = {
       req,
       res,
-      url,
+      url: url ?? new URL('http://localhost/'),
       params: {},
       requestId,
       services,
@@ -107,11 +130,23 @@ export function createHttpHandler(services: Services, routes: Route[]): HttpHand
       res.on('finish', () => {
         const ms = Number(process.hrtime.bigint() - started) / 1e6;
         rc.log.info(
-          { method: req.method, path: url.pathname, status: res.statusCode, ms: Math.round(ms * 10) / 10 },
+          {
+            method: req.method,
+            path: url?.pathname ?? '(invalid)',
+            status: res.statusCode,
+            ms: Math.round(ms * 10) / 10,
+          },
           'request',
         );
       });
     }
+    if (url === null) {
+      sendError(rc, new AppError('invalid_input', 'The request target is not a valid URL path'));
+      return;
+    }
+
+    // The web app answers every path outside /api/ (static.ts).
+    if (isWebPath(url.pathname)) return serveStatic(req, res);
 
     const m = router.match(req.method ?? 'GET', url.pathname);
     if (m === null) {
@@ -123,6 +158,15 @@ export function createHttpHandler(services: Services, routes: Route[]): HttpHand
       sendError(rc, new AppError('method_not_allowed', `${req.method} is not allowed on ${url.pathname}`));
       return;
     }
+    for (const [name, value] of Object.entries(m.params)) {
+      if (value.includes('\0')) {
+        sendError(
+          rc,
+          new AppError('invalid_input', `${name}: must not contain the NUL character`, { field: name }),
+        );
+        return;
+      }
+    }
     rc.params = m.params;
     const route = m.handler;
     const work = isOpRoute(route)
@@ -132,5 +176,27 @@ export function createHttpHandler(services: Services, routes: Route[]): HttpHand
           await route.handle(rc);
         })();
     work.catch((err: unknown) => sendError(rc, err));
-  };
+  }
+}
+
+const ignoreStreamError = (): void => {
+  // The connection is gone (reset, time-out); the request's own handlers see it as closed.
+};
+
+/**
+ * The request target as a URL, or null when it is not one: origin-form (`/path?query`, any number of
+ * leading slashes) or absolute-form (`http://host/path`, which HTTP/1.1 servers must accept). The host
+ * of an absolute-form target is ignored. `new URL` throws on inputs such as `//`, `http://[` or
+ * `http://%zz/`; such a target answers 400 instead of reaching anything else.
+ */
+export function parseRequestTarget(target: string | undefined): URL | null {
+  if (target === undefined || target === '') return null;
+  try {
+    if (target.startsWith('/')) return new URL(`http://localhost${target}`);
+    const abs = new URL(target);
+    if (abs.protocol !== 'http:' && abs.protocol !== 'https:') return null;
+    return new URL(`http://localhost${abs.pathname}${abs.search}`);
+  } catch {
+    return null;
+  }
 }

@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import { withIdempotency } from '../../operations/idempotency.js';
 import type { z } from 'zod';
 import { AppError, isAppError } from '../../domain/errors.js';
-import { toolCallRecorder, type ToolCallOutcome } from '../../operations/audit/tool-calls.js';
+import type { ToolCallOutcome } from '../../operations/audit/tool-calls.js';
 import type { BotActor, OpContext, Services } from '../../operations/context.js';
 import { checkAccess } from '../../operations/operation.js';
 import {
@@ -52,6 +52,12 @@ const opContext = (cc: CallContext): OpContext => ({
   services: cc.services,
   requestId: cc.requestId,
 });
+
+/** Rate-limit tokens one request costs: its tool's `rateCost` for tools/call, else 1. */
+export function rateCostOf(method: string, params: Params | undefined): number {
+  if (method !== 'tools/call' || typeof params?.name !== 'string') return 1;
+  return TOOLS_BY_NAME.get(params.name)?.op.rateCost ?? 1;
+}
 
 /** Answers one request: the result as JSON text, or throws RpcError. */
 export async function dispatch(method: string, params: Params | undefined, cc: CallContext): Promise<string> {
@@ -192,7 +198,10 @@ async function callTool(params: Params | undefined, cc: CallContext): Promise<st
       cc.actor,
       key,
       { operation: tool.op.name, input: args },
-      async () => ({ status: 200, body: await tool.op.run(opContext(cc), parsed.data) }),
+      async (idempotency) => ({
+        status: 200,
+        body: await tool.op.run({ ...opContext(cc), idempotency }, parsed.data),
+      }),
     );
     return toolResult(tool.text(value, parsed.data as Record<string, unknown>), false);
   } catch (err) {
@@ -216,7 +225,7 @@ async function callTool(params: Params | undefined, cc: CallContext): Promise<st
     cc.log.error({ err, tool: name }, 'MCP tool failed');
     throw new RpcError(INTERNAL_ERROR, 'Internal error');
   } finally {
-    toolCallRecorder(cc.services).record(
+    cc.services.toolCalls.record(
       cc.actor,
       typeof name === 'string' ? name : '(missing)',
       outcome,

@@ -2,19 +2,20 @@ import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
 import type { Server } from 'node:net';
 import { isAppError } from '../../domain/errors.js';
 import { looksLikeBotKey } from '../../domain/secrets.js';
-import { toolCallRecorder } from '../../operations/audit/tool-calls.js';
 import { authenticateBotKey, bearerCredential } from '../../operations/auth/authenticate.js';
 import type { BotActor, Services } from '../../operations/context.js';
-import { isJsonContentType, readBody, sendText } from '../http/io.js';
-import { enforceRateLimit } from '../http/rate-limit.js';
+import { findNul, isJsonContentType, MAX_JSON_DEPTH, readBody, sendText, tooDeep } from '../http/io.js';
+import { enforceRateLimit, rateLimitHeaders, takeRateLimit } from '../http/rate-limit.js';
 import type { RequestContext } from '../http/types.js';
-import { dispatch, rpcErrorOf, type CallContext } from './handler.js';
+import { dispatch, rateCostOf, rpcErrorOf, type CallContext } from './handler.js';
 import {
   classify,
   errorResponse,
   INVALID_PARAMS,
   INVALID_REQUEST,
   PARSE_ERROR,
+  RATE_LIMITED,
+  RESPONSE_TOO_LARGE,
   resultRaw,
   TRANSPORT_ERROR,
   UNAUTHORIZED,
@@ -24,6 +25,10 @@ import { SessionStore, type McpSession } from './session.js';
 import { SSE_HEADERS, sseEvent, SseStream } from './sse.js';
 
 const LOOPBACK = new Set(['localhost', '127.0.0.1', '[::1]']);
+/** A batch answer stops growing here: the calls after it are answered with an error, not run. */
+const MAX_BATCH_ANSWER_BYTES = 8 * 1024 * 1024;
+/** U+0000 can only reach a JSON body as this escape (JSON forbids a raw NUL inside strings). */
+const NUL_ESCAPE = Buffer.from('\\u0000');
 
 const send = (res: ServerResponse, status: number, body: string, headers: Record<string, string> = {}) =>
   sendText(res, status, body, 'application/json', headers);
@@ -68,7 +73,15 @@ export class McpEndpoint {
   readonly #origins: Set<string>;
 
   constructor(private readonly services: Services) {
-    this.sessions = services.config.mcp.sessions ? new SessionStore(services.bus) : undefined;
+    const m = services.config.mcp;
+    this.sessions = m.sessions
+      ? new SessionStore(services.bus, {
+          perKey: m.sessionsPerKey,
+          perOrg: m.sessionsPerOrg,
+          max: m.sessionsMax,
+          idleMs: m.sessionIdleMs,
+        })
+      : undefined;
     this.#origins = new Set(
       [services.config.publicUrl, ...services.config.mcp.allowedOrigins].map((o) => o.replace(/\/+$/, '')),
     );
@@ -151,10 +164,12 @@ export class McpEndpoint {
     }
     let raw: Buffer;
     try {
-      raw = await readBody(req, this.services.config.maxBodyBytes);
+      raw = await readBody(req, this.services.config.maxBodyBytes, this.services.config.http.bodyTimeoutMs);
     } catch (err) {
       if (isAppError(err) && err.code === 'payload_too_large')
-        return refuse(res, 413, `Payload Too Large: ${err.message}`);
+        return refuse(res, 413, `Payload Too Large: ${err.message}`, { connection: 'close' });
+      if (isAppError(err) && err.code === 'request_timeout')
+        return refuse(res, 408, `Request Timeout: ${err.message}`, { connection: 'close' });
       throw err;
     }
     let body: unknown;
@@ -163,14 +178,10 @@ export class McpEndpoint {
     } catch {
       return send(res, 400, errorResponse(null, PARSE_ERROR, 'Parse error: the body is not valid JSON'));
     }
+    const refusal = this.#refuseWhole(body);
+    if (refusal !== null) return send(res, 400, errorResponse(null, INVALID_REQUEST, refusal));
+    const mayHoldNul = raw.includes(NUL_ESCAPE);
     const batch = Array.isArray(body);
-    if (batch && (body as unknown[]).length === 0) {
-      return send(
-        res,
-        400,
-        errorResponse(null, INVALID_REQUEST, 'Invalid Request: a batch must not be empty'),
-      );
-    }
     const messages: Incoming[] = batch ? (body as unknown[]).map(classify) : [classify(body)];
     const first = messages[0]!;
     if (!batch && first.kind === 'invalid')
@@ -178,6 +189,11 @@ export class McpEndpoint {
 
     let session: McpSession | undefined;
     const initializing = !batch && first.kind === 'request' && first.method === 'initialize';
+    if (this.sessions && initializing && !this.sessions.hasRoomFor(actor)) {
+      return refuse(res, 503, 'Service Unavailable: too many MCP sessions on this server; retry later', {
+        'retry-after': '60',
+      });
+    }
     if (this.sessions && !initializing) {
       session = this.#session(rc, actor);
       if (!session) return;
@@ -202,21 +218,34 @@ export class McpEndpoint {
       idempotencyKey: header(rc.req.headers, 'idempotency-key'),
       startSession: (version) => {
         if (!this.sessions) return;
-        session = this.sessions.create(actor.botId, version);
+        session = this.sessions.create(actor, version);
         res.setHeader('mcp-session-id', session.id);
       },
     };
     const sse = pref.sse > pref.json;
     const out: string[] = [];
+    let answerBytes = 0;
+    let requests = 0;
     for (const m of messages) {
       let response: string;
       if (m.kind === 'invalid') response = errorResponse(m.id, INVALID_REQUEST, m.message);
-      else if (m.kind === 'request') response = await this.#answer(m, cc);
-      else {
+      else if (m.kind === 'request') {
+        response =
+          answerBytes > MAX_BATCH_ANSWER_BYTES
+            ? errorResponse(
+                m.id,
+                RESPONSE_TOO_LARGE,
+                `The answer to this batch passed ${MAX_BATCH_ANSWER_BYTES} bytes before this call; it was not run: send it again on its own`,
+              )
+            : (this.#charge(m, requests++, actor, res) ??
+              this.#refuseNul(m, mayHoldNul) ??
+              (await this.#answer(m, cc)));
+      } else {
         if (m.kind === 'notification' && m.method === 'notifications/initialized' && session)
           session.initialized = true;
         continue;
       }
+      answerBytes += response.length;
       if (!sse) out.push(response);
       else {
         // Each response is written as soon as it is ready.
@@ -226,6 +255,59 @@ export class McpEndpoint {
     }
     if (sse) res.end();
     else send(res, 200, batch ? `[${out.join(',')}]` : out[0]!);
+  }
+
+  /**
+   * Bodies refused whole with -32600, before any message runs: nesting no request needs, an empty
+   * batch, and a batch over the limit (it would multiply the work of one request).
+   */
+  #refuseWhole(body: unknown): string | null {
+    if (tooDeep(body) !== null) return `Invalid Request: JSON nested deeper than ${MAX_JSON_DEPTH} levels`;
+    if (!Array.isArray(body)) return null;
+    if (body.length === 0) return 'Invalid Request: a batch must not be empty';
+    const max = this.services.config.mcp.maxBatch;
+    if (body.length > max) {
+      return `Invalid Request: a batch may hold at most ${max} messages (this one has ${body.length}); send the rest in further requests`;
+    }
+    return null;
+  }
+
+  /** PostgreSQL cannot store U+0000 in text: refused here, for both databases alike, naming the field. */
+  #refuseNul(m: Extract<Incoming, { kind: 'request' }>, mayHoldNul: boolean): string | undefined {
+    const field = mayHoldNul ? findNul(m.params) : null;
+    if (field === null) return undefined;
+    return errorResponse(
+      m.id,
+      INVALID_PARAMS,
+      `Invalid params: ${field || 'params'} contains the NUL character (U+0000), which is not allowed`,
+      { field },
+    );
+  }
+
+  /**
+   * Rate limiting per call: the HTTP request already took one token at admission, which pays for its
+   * first call; every further call of a batch takes its own, and a call of an expensive tool (search)
+   * its extra cost. A refused call answers a JSON-RPC error with the retry time; the others still run.
+   * Returns that error, or undefined when the call may run.
+   */
+  #charge(
+    m: Extract<Incoming, { kind: 'request' }>,
+    index: number,
+    actor: BotActor,
+    res: ServerResponse,
+  ): string | undefined {
+    const cost = (index === 0 ? 0 : 1) + rateCostOf(m.method, m.params) - 1;
+    if (cost <= 0) return undefined;
+    const d = takeRateLimit(this.services, actor, cost);
+    if (!d) return undefined;
+    if (!res.headersSent) for (const [k, v] of Object.entries(rateLimitHeaders(d))) res.setHeader(k, v);
+    if (d.allowed) return undefined;
+    return errorResponse(
+      m.id,
+      RATE_LIMITED,
+      `Rate limit exceeded for this API key: this call was not run; retry in ${d.retryAfterSeconds} s`,
+      { retry_after_seconds: d.retryAfterSeconds },
+    );
   }
 
   async #answer(m: Extract<Incoming, { kind: 'request' }>, cc: CallContext): Promise<string> {
@@ -276,18 +358,4 @@ export class McpEndpoint {
     rc.res.writeHead(204);
     rc.res.end();
   }
-}
-
-const endpoints = new WeakMap<Services, McpEndpoint>();
-
-/** The endpoint of a running server (one per server: it holds the sessions). */
-export function mcpEndpoint(services: Services, rc?: RequestContext): McpEndpoint {
-  let e = endpoints.get(services);
-  if (!e) {
-    endpoints.set(services, (e = new McpEndpoint(services)));
-    // Audit rows still buffered when the server stops are written before the database closes.
-    const server = (rc?.req.socket as { server?: Server } | undefined)?.server;
-    server?.once('close', () => void toolCallRecorder(services).flush());
-  }
-  return e;
 }

@@ -13,6 +13,10 @@ export const INTERNAL_ERROR = -32603;
 export const RESOURCE_NOT_FOUND = -32002;
 /** decisions.md: the key lacks the scope of the tool. */
 export const INSUFFICIENT_SCOPE = -32003;
+/** The key's rate limit refused this call of a batch (data.retry_after_seconds). */
+export const RATE_LIMITED = -32005;
+/** The batch's answer grew past its bound before this call, which was not run. */
+export const RESPONSE_TOO_LARGE = -32006;
 /** Transport-level refusals (missing session, forbidden origin): the SDK's convention. */
 export const TRANSPORT_ERROR = -32000;
 export const UNAUTHORIZED = -32001;

@@ -102,7 +102,7 @@ export const TOOLS: readonly Tool[] = [
     name: 'search',
     op: search as Operation,
     description:
-      'Search by text (case-insensitive substring) across what this bot can reach: messages, users, tasks and channels. `type` narrows it to one category (default all); `limit` is per category, default 10, at most 50. Results carry the ids to use with the other tools. Works with any API key.',
+      'Full-text search across what this bot can reach: messages, users, tasks and channels. `query`: words (all must match, in any order; case and accents ignored; the last word also matches as a prefix), "quoted phrases", word* for a prefix, and filters in:#channel or in:<channel/topic/DM id>, from:@name or from:<user/bot id>, before:YYYY-MM-DD, after:YYYY-MM-DD, has:file (messages linking a file). Ranked by relevance (newer first among equals); `sort`: newest for newest first. `type` narrows it to one category (default all); `limit` is per category, default 10, at most 50. Results carry the ids to use with the other tools. Works with any API key; a search that runs out of its time budget answers an error asking to narrow it.',
     annotations: read('Search'),
     text: (r) => fmt.searchResults(r as SearchResultView),
   },

@@ -14,6 +14,7 @@ import {
 } from '../../../operations/containers/channels.js';
 import {
   addProjectMember,
+  removeProjectMember,
   createProject,
   createTopic,
   getProject,
@@ -22,7 +23,7 @@ import {
 } from '../../../operations/containers/projects.js';
 import { createDmRoom, listDmRooms } from '../../../operations/containers/dm-rooms.js';
 import { listMessages, sendMessage } from '../../../operations/messages/messages.js';
-import { readJsonObject, sendJson } from '../io.js';
+import { clientAddress, readJsonObject, sendJson } from '../io.js';
 import type { Route } from '../types.js';
 
 /** Health, sessions, and the management endpoints of decisions.md. */
@@ -64,8 +65,13 @@ export const coreRoutes: Route[] = [
       },
     },
     async handle(rc) {
-      const input = parseInput(LoginInput, await readJsonObject(rc.req, rc.services.config.maxBodyBytes));
-      sendJson(rc.res, 200, await login(rc.services, input));
+      const { maxBodyBytes, http } = rc.services.config;
+      const input = parseInput(LoginInput, await readJsonObject(rc.req, maxBodyBytes, http.bodyTimeoutMs));
+      sendJson(
+        rc.res,
+        200,
+        await login(rc.services, input, clientAddress(rc.req, rc.services.config.http.trustProxy)),
+      );
     },
   },
   { method: 'POST', path: '/api/auth/logout', op: logout, tags: ['auth'] },
@@ -118,6 +124,18 @@ export const coreRoutes: Route[] = [
     path: '/api/projects/{projectId}/members',
     op: addProjectMember,
     status: 201,
+    tags: ['projects'],
+  },
+  {
+    method: 'DELETE',
+    path: '/api/projects/{projectId}/members/users/{userId}',
+    op: removeProjectMember,
+    tags: ['projects'],
+  },
+  {
+    method: 'DELETE',
+    path: '/api/projects/{projectId}/members/bots/{botId}',
+    op: removeProjectMember,
     tags: ['projects'],
   },
   {

@@ -1,14 +1,27 @@
 import { buildOpenApi } from '../openapi.js';
+import type { McpEndpoint } from '../../mcp/http.js';
 import type { Route } from '../types.js';
 import { botApiRoutes } from './bot-api.js';
 import { botRoutes } from './bots.js';
+import { commandResponseRoutes } from './command-responses.js';
 import { coreRoutes } from './core.js';
+import { deliveryRoutes } from './deliveries.js';
 import { mcpRoutes } from './mcp.js';
 import { taskRoutes } from './tasks.js';
+import { webhookRoutes } from './webhooks.js';
 
 /** Every HTTP route of the server. Each module is a thin adapter over operations. */
-export function allRoutes(publicUrl: string): Route[] {
-  const routes: Route[] = [...coreRoutes, ...botRoutes, ...botApiRoutes, ...taskRoutes, ...mcpRoutes];
+export function allRoutes(publicUrl: string, mcp: McpEndpoint): Route[] {
+  const routes: Route[] = [
+    ...coreRoutes,
+    ...botRoutes,
+    ...botApiRoutes,
+    ...commandResponseRoutes,
+    ...taskRoutes,
+    ...webhookRoutes,
+    ...deliveryRoutes,
+    ...mcpRoutes(mcp),
+  ];
   let doc: string | undefined;
   routes.push({
     method: 'GET',

@@ -1,5 +1,5 @@
 import { listToolCalls } from '../../../operations/audit/tool-calls.js';
-import { mcpEndpoint } from '../../mcp/http.js';
+import type { McpEndpoint } from '../../mcp/http.js';
 import type { Route } from '../types.js';
 
 const doc = (summary: string) => ({
@@ -13,13 +13,13 @@ const doc = (summary: string) => ({
  * The MCP tool server. Mounted with auth 'none' because it authenticates bot keys itself: a user token
  * must answer 401 (not the REST 403), with a JSON-RPC body.
  */
-export const mcpRoutes: Route[] = [
+export const mcpRoutes = (mcp: McpEndpoint): Route[] => [
   {
     method: 'POST',
     path: '/api/mcp',
     auth: 'none',
     tags: ['mcp'],
-    handle: (rc) => mcpEndpoint(rc.services, rc).post(rc),
+    handle: (rc) => mcp.post(rc),
     doc: doc('Send JSON-RPC messages (a message or a batch) to the MCP tool server'),
   },
   {
@@ -27,7 +27,7 @@ export const mcpRoutes: Route[] = [
     path: '/api/mcp',
     auth: 'none',
     tags: ['mcp'],
-    handle: (rc) => mcpEndpoint(rc.services, rc).get(rc),
+    handle: (rc) => mcp.get(rc),
     doc: doc('Open the SSE stream of server messages of an MCP session (Mcp-Session-Id, Last-Event-ID)'),
   },
   {
@@ -35,7 +35,7 @@ export const mcpRoutes: Route[] = [
     path: '/api/mcp',
     auth: 'none',
     tags: ['mcp'],
-    handle: (rc) => mcpEndpoint(rc.services, rc).delete(rc),
+    handle: (rc) => mcp.delete(rc),
     doc: doc('End an MCP session'),
   },
   { method: 'GET', path: '/api/bots/{botId}/tool-calls', op: listToolCalls, tags: ['bots'] },

@@ -1,0 +1,488 @@
+/**
+ * Search at scale (issue 13), on SQLite and — with BENCH_PG_URL, or the local
+ * postgres://postgres@127.0.0.1:5432/test when it answers — on PostgreSQL, in one run:
+ *
+ * 1. A corpus of BENCH_SEARCH_MESSAGES messages (default 1,000,000) in 5 channels, loaded straight
+ *    into the database (not through HTTP): generated text with a Zipf-like word distribution
+ *    (about 177 characters a message) and planted words of known frequency.
+ * 2. Search latency p50/p99 through GET /api/search (a bot that reaches all 5 channels) for a rare
+ *    word (10 messages), a missing word, a common word, a two-word query and a phrase.
+ *    Goal: p99 ≤ 25 ms on SQLite, ≤ 50 ms on PostgreSQL.
+ * 3. GET /api/health and POST a message, sequential, alone and while another client searches missing
+ *    words in a loop. Goal: p99 within 2× of the run without searching.
+ * 4. The size of the index next to the table's.
+ * 5. POST throughput on a fresh database with the index against one without it. Goal: ≥ 0.85×.
+ *
+ * Run: npx tsx bench/search.ts   (or npm run bench -- search). BENCH_SEARCH_MESSAGES=200000 for a
+ * quicker run. The server runs from source through tsx (no build needed).
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import BetterSqlite3 from 'better-sqlite3';
+import pg from 'pg';
+import { Pool } from 'undici';
+import { BENCH_ADMIN, freePort, load, ROOT, seed, spawnServer, type LoadResult } from './lib.js';
+
+const N = Number(process.env.BENCH_SEARCH_MESSAGES ?? 1_000_000);
+const SAMPLES = Number(process.env.BENCH_SEARCH_SAMPLES ?? 200);
+const PG_URL = process.env.BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+
+// --- the corpus ---
+
+/** Small, seeded PRNG (mulberry32): the same corpus on every run and both databases. */
+function rng(seed: number) {
+  return () => {
+    seed = (seed + 0x6d2b79f5) | 0;
+    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const STOP =
+  'the of and to a in is it you that he was for on are with as i his they be at one have this from'.split(
+    ' ',
+  );
+const SYLLABLES = 'ka ro mi te su na lo pe vi da ze bu fo ga hi ju ke la mo ni po ra si tu ve wa yo'.split(
+  ' ',
+);
+
+/** A vocabulary: common English words first, then made-up words; rank r drawn with weight 1/r. */
+function vocabulary(size: number, random: () => number): { words: string[]; cdf: Float64Array } {
+  const words = [...STOP];
+  const seen = new Set(words);
+  while (words.length < size) {
+    let w = '';
+    const n = 2 + Math.floor(random() * 3);
+    for (let i = 0; i < n; i++) w += SYLLABLES[Math.floor(random() * SYLLABLES.length)];
+    if (!seen.has(w)) {
+      seen.add(w);
+      words.push(w);
+    }
+  }
+  const cdf = new Float64Array(size);
+  let sum = 0;
+  for (let r = 0; r < size; r++) cdf[r] = sum += 1 / (r + 1);
+  for (let r = 0; r < size; r++) cdf[r]! /= sum;
+  return { words, cdf };
+}
+
+function pick(cdf: Float64Array, x: number): number {
+  let lo = 0;
+  let hi = cdf.length - 1;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (cdf[mid]! < x) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/** Planted words: how many messages have each (spread evenly through the history). */
+const PLANTED = { rare: 'raretoken', kilo: 'kilotoken', phrase: 'quarterly revenue forecast' };
+const RARE_COUNT = 10;
+const KILO_COUNT = 1000;
+const PHRASE_COUNT = 1000;
+
+interface Row {
+  id: string;
+  channel: number;
+  content: string;
+  created_at: string;
+}
+
+/** Yields the corpus in batches, oldest first: ids and times increase together, like real ones. */
+const VOCABULARY = vocabulary(30_000, rng(7));
+
+function* corpus(batch: number): Generator<Row[]> {
+  const random = rng(13);
+  const { words, cdf } = VOCABULARY;
+  const start = Date.now() - 365 * 86_400_000;
+  const step = (365 * 86_400_000) / N;
+  let rows: Row[] = [];
+  for (let i = 0; i < N; i++) {
+    const len = 10 + Math.floor(random() * 37); // 10–46 words: ~177 characters on average
+    const ws: string[] = [];
+    for (let j = 0; j < len; j++) ws.push(words[pick(cdf, random())]!);
+    if (i % Math.floor(N / RARE_COUNT) === 7) ws.splice(3, 0, PLANTED.rare);
+    if (i % Math.floor(N / KILO_COUNT) === 11) ws.splice(2, 0, PLANTED.kilo);
+    if (i % Math.floor(N / PHRASE_COUNT) === 13) ws.splice(4, 0, PLANTED.phrase);
+    ws[0] = ws[0]![0]!.toUpperCase() + ws[0]!.slice(1);
+    const t = start + i * step;
+    rows.push({
+      id: `${Math.floor(t).toString(16).padStart(12, '0')}-7000-8000-${i.toString(16).padStart(12, '0')}`,
+      channel: i % 5,
+      content: `${ws.join(' ')}.`,
+      created_at: new Date(t).toISOString(),
+    });
+    if (rows.length === batch) {
+      yield rows;
+      rows = [];
+    }
+  }
+  if (rows.length) yield rows;
+}
+
+// --- servers ---
+
+interface Running {
+  url: string;
+  stop(): Promise<void>;
+}
+
+async function startServer(env: Record<string, string>): Promise<Running> {
+  const port = await freePort();
+  return spawnServer(
+    process.execPath,
+    ['--import', 'tsx', join(ROOT, 'server/src/main.ts')],
+    {
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      WORKROOM_LOG_LEVEL: 'warn',
+      WORKROOM_ADMIN_EMAIL: BENCH_ADMIN.email,
+      WORKROOM_ADMIN_PASSWORD: BENCH_ADMIN.password,
+      WORKROOM_RATE_LIMIT_BOT_PER_SECOND: '0',
+      WORKROOM_RATE_LIMIT_USER_PER_SECOND: '0',
+      ...env,
+    },
+    async (url) => (await fetch(`${url}/api/health`)).ok,
+    port,
+  );
+}
+
+/** One database under test: how to start a server on it, load rows into it, and drop its index. */
+interface Target {
+  name: string;
+  env: Record<string, string>;
+  /** Loads the corpus with the server stopped (SQLite) or running (PostgreSQL). */
+  loadCorpus(orgId: string, channels: string[], botId: string): Promise<number>;
+  sizes(): Promise<string>;
+  dropIndex(): Promise<void>;
+  cleanup(): Promise<void>;
+  serverStoppedForLoad: boolean;
+}
+
+function sqliteTarget(): Target {
+  const dir = mkdtempSync(join(tmpdir(), 'wr-bench-search-'));
+  const file = join(dir, 'workroom.db');
+  return {
+    name: 'SQLite',
+    env: { WORKROOM_DATA_DIR: dir },
+    serverStoppedForLoad: true,
+    async loadCorpus(orgId, channels, botId) {
+      const db = new BetterSqlite3(file);
+      db.pragma('journal_mode = WAL');
+      db.pragma('synchronous = OFF');
+      const insert = db.prepare(
+        `insert into messages (id, org_id, channel_id, sender_type, sender_id, bot_id, content, created_at)
+         values (?, ?, ?, 'bot', ?, ?, ?, ?)`,
+      );
+      const t0 = performance.now();
+      const run = db.transaction((rows: Row[]) => {
+        for (const r of rows)
+          insert.run(r.id, orgId, channels[r.channel], botId, botId, r.content, r.created_at);
+      });
+      let n = 0;
+      for (const rows of corpus(50_000)) {
+        run(rows); // the FTS5 triggers index each row as it goes in
+        n += rows.length;
+        if (n % 200_000 === 0) console.log(`  loaded ${n}`);
+      }
+      db.pragma('wal_checkpoint(TRUNCATE)');
+      db.close();
+      return performance.now() - t0;
+    },
+    async sizes() {
+      const db = new BetterSqlite3(file, { readonly: true });
+      const rows = db.prepare(`select name, sum(pgsize) as bytes from dbstat group by name`).all() as {
+        name: string;
+        bytes: number;
+      }[];
+      db.close();
+      const of = (p: (n: string) => boolean) =>
+        rows.filter((r) => p(r.name)).reduce((s, r) => s + r.bytes, 0);
+      const table = of((n) => n === 'messages');
+      const indexes = of((n) => n.startsWith('messages_') && !n.startsWith('messages_fts'));
+      const fts = of((n) => n.startsWith('messages_fts'));
+      return `messages table ${mb(table)}, its b-tree indexes ${mb(indexes)}, FTS5 index ${mb(fts)} (${(fts / table).toFixed(2)}× the table)`;
+    },
+    async dropIndex() {
+      const db = new BetterSqlite3(file);
+      for (const t of ['insert', 'update', 'delete']) db.exec(`drop trigger messages_fts_${t}`);
+      db.exec('drop table messages_fts');
+      db.close();
+    },
+    async cleanup() {
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+function pgTarget(): Target {
+  const schema = `wr_bench_search_${process.pid}`;
+  const dir = mkdtempSync(join(tmpdir(), 'wr-bench-search-pg-'));
+  const client = async <T>(fn: (c: pg.Client) => Promise<T>): Promise<T> => {
+    const c = new pg.Client({ connectionString: PG_URL });
+    await c.connect();
+    try {
+      await c.query(`set search_path = "${schema}"`);
+      return await fn(c);
+    } finally {
+      await c.end();
+    }
+  };
+  return {
+    name: 'PostgreSQL',
+    env: { WORKROOM_DATA_DIR: dir, DATABASE_URL: PG_URL, WORKROOM_DATABASE_SCHEMA: schema },
+    serverStoppedForLoad: false,
+    loadCorpus: (orgId, channels, botId) =>
+      client(async (c) => {
+        const t0 = performance.now();
+        // As on a database indexed afterwards by the migration: rows first, then the GIN index.
+        await c.query('drop index messages_search');
+        let n = 0;
+        for (const rows of corpus(20_000)) {
+          await c.query(
+            `insert into messages (id, org_id, channel_id, sender_type, sender_id, bot_id, content, created_at)
+             select id, $1, ch, 'bot', $2, $2, content, created_at
+             from unnest($3::text[], $4::text[], $5::text[], $6::text[]) as r(id, ch, content, created_at)`,
+            [
+              orgId,
+              botId,
+              rows.map((r) => r.id),
+              rows.map((r) => channels[r.channel]),
+              rows.map((r) => r.content),
+              rows.map((r) => r.created_at),
+            ],
+          );
+          n += rows.length;
+          if (n % 200_000 === 0) console.log(`  loaded ${n}`);
+        }
+        const t1 = performance.now();
+        await c.query(
+          'create index messages_search on messages using gin (search_vector) where deleted_at is null',
+        );
+        console.log(`  GIN index built in ${((performance.now() - t1) / 1000).toFixed(1)} s`);
+        await c.query('vacuum analyze messages');
+        return performance.now() - t0;
+      }),
+    sizes: () =>
+      client(async (c) => {
+        const r = await c.query(`select pg_relation_size('messages') as heap,
+            pg_relation_size('messages_search') as gin,
+            (select sum(pg_column_size(search_vector)) from messages) as vectors,
+            pg_indexes_size('messages') - pg_relation_size('messages_search') as others`);
+        const [heap, gin, vectors, others] = ['heap', 'gin', 'vectors', 'others'].map((k) =>
+          Number(r.rows[0][k]),
+        );
+        return `messages table ${mb(heap!)} (of which tsvector column ${mb(vectors!)}), its b-tree indexes ${mb(others!)}, GIN index ${mb(gin!)} (GIN + column: ${((gin! + vectors!) / (heap! - vectors!)).toFixed(2)}× the rest of the table)`;
+      }),
+    dropIndex: () =>
+      client(async (c) => {
+        await c.query('drop index messages_search');
+        await c.query('alter table messages drop column search_vector');
+      }),
+    async cleanup() {
+      const c = new pg.Client({ connectionString: PG_URL });
+      await c.connect();
+      await c.query(`drop schema if exists "${schema}" cascade`);
+      await c.end();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+const mb = (bytes: number) => `${(bytes / 1048576).toFixed(0)} MB`;
+
+// --- measuring ---
+
+function percentiles(lat: number[]): { p50: number; p99: number } {
+  const s = [...lat].sort((a, b) => a - b);
+  const at = (p: number) => s[Math.min(s.length - 1, Math.floor(s.length * p))] ?? NaN;
+  return { p50: at(0.5), p99: at(0.99) };
+}
+
+/** Sequential requests on one connection: latency of each. */
+async function timeRequests(
+  url: string,
+  count: number,
+  req: (i: number) => { method: 'GET' | 'POST'; path: string; body?: string },
+  headers: Record<string, string>,
+): Promise<{ p50: number; p99: number; found?: number }> {
+  const pool = new Pool(url, { connections: 1 });
+  const lat: number[] = [];
+  let found: number | undefined;
+  try {
+    for (let i = -Math.min(20, count); i < count; i++) {
+      const r = req(Math.abs(i));
+      const t0 = performance.now();
+      const res = await pool.request({ ...r, headers: { 'content-type': 'application/json', ...headers } });
+      const text = await res.body.text();
+      if (res.statusCode >= 300)
+        throw new Error(`${r.method} ${r.path} → ${res.statusCode} ${text.slice(0, 300)}`);
+      if (i >= 0) lat.push(performance.now() - t0);
+      if (i === 0 && r.path.startsWith('/api/search'))
+        found = (JSON.parse(text) as { messages: unknown[] }).messages.length;
+    }
+  } finally {
+    await pool.close();
+  }
+  return { ...percentiles(lat), ...(found !== undefined && { found }) };
+}
+
+/** Two words of middling frequency (ranks 100 and 300: each in roughly 1 message out of 60 and 200). */
+const TWO = `${VOCABULARY.words[100]} ${VOCABULARY.words[300]}`;
+const searchPath = (query: string) => `/api/search?type=messages&limit=10&query=${encodeURIComponent(query)}`;
+const missing = (i: number) => `nosuchword${i.toString(36).replace(/\d/g, (d) => 'qwxzjvkyhf'[+d]!)}`;
+
+async function measure(t: Target): Promise<string[]> {
+  const out: string[] = [];
+  console.log(`\n## ${t.name}: ${N.toLocaleString('en')} messages`);
+  let srv = await startServer(t.env);
+  const s = await seed(srv.url);
+  const token = s.token;
+  const channels = [s.channelId];
+  for (let i = 1; i < 5; i++) {
+    const c = (await (
+      await fetch(`${srv.url}/api/channels`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+        body: JSON.stringify({ name: `bench-search-${i}-${Date.now()}` }),
+      })
+    ).json()) as { id: string };
+    await fetch(`${srv.url}/api/channels/${c.id}/members`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+      body: JSON.stringify({ bot_id: s.botId }),
+    });
+    channels.push(c.id);
+  }
+  const meRes = await fetch(`${srv.url}/api/auth/me`, { headers: { authorization: `Bearer ${token}` } });
+  const me = (await meRes.json()) as { org_id: string };
+  if (t.serverStoppedForLoad) await srv.stop();
+  const loadMs = await t.loadCorpus(me.org_id, channels, s.botId);
+  console.log(`  corpus loaded and indexed in ${(loadMs / 1000).toFixed(0)} s`);
+  if (t.serverStoppedForLoad) srv = await startServer(t.env);
+
+  const bot = { authorization: `Bearer ${s.botKey}` };
+  const queries: [string, (i: number) => string][] = [
+    [`rare word (${RARE_COUNT} messages)`, () => PLANTED.rare],
+    ['missing word', (i) => missing(i)],
+    [`word in ${KILO_COUNT} messages`, () => PLANTED.kilo],
+    ['common word ("the", in most messages)', () => 'the'],
+    [`two words ("${TWO}")`, () => TWO],
+    [`phrase ("${PLANTED.phrase}")`, () => `"${PLANTED.phrase}"`],
+  ];
+  out.push(
+    `| ${t.name} search (${N.toLocaleString('en')} messages) | p50 ms | p99 ms | results |`,
+    '|---|---|---|---|',
+  );
+  for (const [name, q] of queries) {
+    const r = await timeRequests(srv.url, SAMPLES, (i) => ({ method: 'GET', path: searchPath(q(i)) }), bot);
+    out.push(`| ${name} | ${r.p50.toFixed(1)} | ${r.p99.toFixed(1)} | ${r.found} |`);
+  }
+
+  // Health and POST latency, alone and next to a client searching missing words in a loop.
+  const post = (i: number) => ({
+    method: 'POST' as const,
+    path: `/api/channels/${channels[0]}/messages`,
+    body: JSON.stringify({ content: `latency probe ${i}` }),
+  });
+  const health = () => ({ method: 'GET' as const, path: '/api/health' });
+  const quiet = {
+    health: await timeRequests(srv.url, 400, health, bot),
+    post: await timeRequests(srv.url, 400, post, bot),
+  };
+  let searching = true;
+  let searches = 0;
+  const searcher = (async () => {
+    const pool = new Pool(srv.url, { connections: 1 });
+    for (let i = 0; searching; i++) {
+      const res = await pool.request({ method: 'GET', path: searchPath(missing(100_000 + i)), headers: bot });
+      await res.body.text();
+      searches++;
+    }
+    await pool.close();
+  })();
+  const busy = {
+    health: await timeRequests(srv.url, 400, health, bot),
+    post: await timeRequests(srv.url, 400, post, bot),
+  };
+  searching = false;
+  await searcher;
+  out.push(
+    '',
+    `| ${t.name} latency | alone p50 / p99 ms | next to a missing-word search loop p50 / p99 ms | p99 ratio |`,
+    '|---|---|---|---|',
+  );
+  for (const k of ['health', 'post'] as const)
+    out.push(
+      `| ${k === 'health' ? 'GET /api/health' : 'POST a message'} | ${quiet[k].p50.toFixed(1)} / ${quiet[k].p99.toFixed(1)} | ${busy[k].p50.toFixed(1)} / ${busy[k].p99.toFixed(1)} | ${(busy[k].p99 / quiet[k].p99).toFixed(2)} |`,
+    );
+  out.push(`(the search loop ran ${searches} searches meanwhile)`, '', `Size: ${await t.sizes()}`);
+  await srv.stop();
+  return out;
+}
+
+/** POST throughput on a fresh database, with the index and without (triggers/column dropped). */
+async function postThroughput(make: () => Target): Promise<string> {
+  const results: LoadResult[] = [];
+  let name = '';
+  for (const withIndex of [true, false]) {
+    const t = make();
+    name = t.name;
+    let srv = await startServer(t.env);
+    if (!withIndex) {
+      if (t.serverStoppedForLoad) await srv.stop();
+      await t.dropIndex();
+      if (t.serverStoppedForLoad) srv = await startServer(t.env);
+    }
+    const s = await seed(srv.url);
+    results.push(
+      await load({
+        url: srv.url,
+        method: 'POST',
+        path: () => `/api/channels/${s.channelId}/messages`,
+        headers: { authorization: `Bearer ${s.botKey}` },
+        body: (i) =>
+          JSON.stringify({ content: `Benchmark message number ${i} with a little **markdown** and café` }),
+      }),
+    );
+    await srv.stop();
+    await t.cleanup();
+  }
+  const [w, wo] = results as [LoadResult, LoadResult];
+  return `| ${name} POST /api/channels/{id}/messages | ${w.rps.toFixed(0)} | ${wo.rps.toFixed(0)} | ${(w.rps / wo.rps).toFixed(2)} |`;
+}
+
+async function pgAvailable(): Promise<boolean> {
+  const c = new pg.Client({ connectionString: PG_URL, connectionTimeoutMillis: 2000 });
+  try {
+    await c.connect();
+    await c.end();
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+const only = process.env.BENCH_SEARCH_ONLY; // 'sqlite' or 'postgresql', to run one side
+const makers: (() => Target)[] = [];
+if (only !== 'postgresql') makers.push(sqliteTarget);
+if (only !== 'sqlite') {
+  if (await pgAvailable()) makers.push(pgTarget);
+  else console.log(`(no PostgreSQL at ${PG_URL}: SQLite only)`);
+}
+const lines: string[] = [];
+for (const make of makers) {
+  const t = make();
+  try {
+    lines.push(...(await measure(t)), '');
+  } finally {
+    await t.cleanup();
+  }
+}
+lines.push('| POST throughput | with index req/s | without req/s | ratio |', '|---|---|---|---|');
+for (const make of makers) lines.push(await postThroughput(make));
+console.log(`\n${lines.join('\n')}`);

@@ -1,0 +1,205 @@
+/**
+ * Webhook fan-out, against same-run references:
+ *  1. deliveries per second: Workroom delivering N messages × 50 subscribed bots to a local receiver,
+ *     against bare signed POSTs from one Node process to the same receiver (same concurrency). Goal ≥ 0.5×.
+ *  2. event-to-first-attempt latency at a steady 200 events/s (one subscribed bot): from the event's
+ *     timestamp to its arrival at the receiver. Goal p99 ≤ 100 ms.
+ *  3. REST POST throughput with 50 subscribed bots against none. Goal ≥ 0.8×.
+ * The receiver is a separate process (so that neither side's CPU is counted for the other). With
+ * BENCH_PG_URL set, Workroom runs on that PostgreSQL; otherwise on SQLite.
+ */
+import { spawn } from 'node:child_process';
+import { Agent, request } from 'node:http';
+import { signDelivery } from '../server/src/delivery/sign.js';
+import { api, fmt, freePort, load, seed, startWorkroom, type LoadResult } from './lib.js';
+
+const BOTS = 50;
+const MESSAGES = Number(process.env.BENCH_FANOUT_MESSAGES ?? 200);
+const SECRET = `whsec_${Buffer.alloc(32, 7).toString('base64')}`;
+
+// --- the receiver: counts requests per path, keeps arrival times and the envelope timestamp ---
+const RECEIVER = `
+const http = require('node:http');
+let arrivals = [];
+const server = http.createServer((req, res) => {
+  if (req.method === 'GET') {
+    res.end(req.url === '/count' ? String(arrivals.length) : JSON.stringify(arrivals));
+    if (req.url === '/reset') arrivals = [];
+    return;
+  }
+  const chunks = [];
+  req.on('data', (c) => chunks.push(c));
+  req.on('end', () => {
+    const at = Date.now();
+    let ts = null;
+    try { ts = JSON.parse(Buffer.concat(chunks).toString()).timestamp; } catch {}
+    arrivals.push([at, ts]);
+    res.writeHead(200, { 'content-type': 'text/plain' });
+    res.end('ok');
+  });
+});
+server.listen(Number(process.argv[1]), '127.0.0.1', () => process.stdout.write('ready\\n'));
+`;
+
+async function startReceiver(): Promise<{
+  url: string;
+  count(): Promise<number>;
+  arrivals(reset?: boolean): Promise<[number, string | null][]>;
+  stop(): void;
+}> {
+  const port = await freePort();
+  const child = spawn(process.execPath, ['-e', RECEIVER, String(port)], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  await new Promise<void>((resolve) => child.stdout!.once('data', () => resolve()));
+  const url = `http://127.0.0.1:${port}`;
+  return {
+    url,
+    async count() {
+      return Number(await (await fetch(`${url}/count`)).text());
+    },
+    async arrivals(reset = false) {
+      return (await (await fetch(`${url}/${reset ? 'reset' : 'stats'}`)).json()) as [number, string | null][];
+    },
+    stop: () => child.kill('SIGKILL'),
+  };
+}
+
+/** Bare signed POSTs from this process: `total` requests, `concurrency` at a time. */
+async function reference(url: string, total: number, concurrency: number): Promise<number> {
+  const agent = new Agent({ keepAlive: true, maxSockets: concurrency });
+  let next = 0;
+  const t0 = performance.now();
+  const one = (i: number) =>
+    new Promise<void>((resolve, reject) => {
+      const { body, headers } = signDelivery({
+        secret: SECRET,
+        webhookId: `ref-${i}`,
+        timestampSeconds: Math.floor(Date.now() / 1000),
+        envelope: {
+          event_type: 'message.created',
+          timestamp: new Date().toISOString(),
+          bot_id: 'bench',
+          data: { content: `Benchmark message number ${i}`, channel_id: 'c', sender_id: 's' },
+          event_id: `e-${i}`,
+        },
+      });
+      const req = request(`${url}/ref`, { method: 'POST', agent, headers }, (res) => {
+        res.resume();
+        res.on('end', () => resolve());
+      });
+      req.on('error', reject);
+      req.end(body);
+    });
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next < total) await one(next++);
+    }),
+  );
+  const rate = total / ((performance.now() - t0) / 1000);
+  agent.destroy();
+  return rate;
+}
+
+const pct = (xs: number[], p: number) => xs[Math.min(xs.length - 1, Math.floor(xs.length * p))] ?? NaN;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+const rx = await startReceiver();
+const pgUrl = process.env.BENCH_PG_URL;
+const wr = await startWorkroom({
+  WORKROOM_ALLOW_PRIVATE_WEBHOOK_URLS: 'true',
+  ...(pgUrl ? { DATABASE_URL: pgUrl } : {}),
+});
+try {
+  const s = await seed(wr.url);
+  const bots: string[] = [];
+  for (let i = 0; i < BOTS; i++) {
+    const b = await api<{ bot_id: string }>(wr.url, 'POST', '/api/bots', s.token, {
+      name: `fanout-${i}`,
+      webhook_url: `${rx.url}/bot/${i}`,
+      events: [],
+    });
+    await api(wr.url, 'POST', `/api/bots/${b.bot_id}/webhook-secret`, s.token);
+    await api(wr.url, 'POST', `/api/channels/${s.channelId}/members`, s.token, { bot_id: b.bot_id });
+    bots.push(b.bot_id);
+  }
+  const subscribe = (events: string[], which = bots) =>
+    Promise.all(which.map((id) => api(wr.url, 'PATCH', `/api/bots/${id}`, s.token, { events })));
+  const postMessage = (i: number) =>
+    api(wr.url, 'POST', `/api/channels/${s.channelId}/messages`, s.token, { content: `Fan-out ${i}` });
+  const content = (i: number) =>
+    JSON.stringify({ content: `Benchmark message number ${i} with a little **markdown**.` });
+  const restLoad = () =>
+    load({
+      url: wr.url,
+      method: 'POST',
+      path: () => `/api/channels/${s.channelId}/messages`,
+      headers: { authorization: `Bearer ${s.token}` },
+      body: content,
+    });
+  // Waits until the receiver has `n` requests on bot paths (the reference's are not counted).
+  const waitForBotArrivals = async (n: number, timeoutMs: number) => {
+    const deadline = Date.now() + timeoutMs;
+    while ((await rx.count()) < n && Date.now() < deadline) await sleep(50);
+    return rx.arrivals();
+  };
+
+  // 1. Deliveries per second: MESSAGES × 50 bots.
+  const refRate = await reference(rx.url, MESSAGES * BOTS, 64);
+  await rx.arrivals(true);
+  await subscribe(['message.created']);
+  const t0 = Date.now();
+  for (let i = 0; i < MESSAGES; i += 20)
+    await Promise.all(Array.from({ length: 20 }, (_, k) => postMessage(i + k)));
+  const got = await waitForBotArrivals(MESSAGES * BOTS, 120_000);
+  const last = Math.max(...got.map(([at]) => at));
+  const wrRate = got.length / ((last - t0) / 1000);
+  await rx.arrivals(true);
+
+  // 2. Latency at a steady 200 events/s to one subscribed bot, for 10 s.
+  await subscribe([]);
+  await subscribe(['message.created'], [bots[0]!]);
+  await sleep(500);
+  await rx.arrivals(true);
+  const rate = 200;
+  const seconds = 10;
+  const start = Date.now();
+  const inflight: Promise<unknown>[] = [];
+  for (let i = 0; i < rate * seconds; i++) {
+    const due = start + (i * 1000) / rate;
+    const wait = due - Date.now();
+    if (wait > 0) await sleep(wait);
+    inflight.push(postMessage(i).catch(() => undefined));
+  }
+  await Promise.all(inflight);
+  const lat = (await waitForBotArrivals(rate * seconds, 30_000))
+    .filter(([, ts]) => ts !== null)
+    .map(([at, ts]) => at - Date.parse(ts!))
+    .sort((a, b) => a - b);
+
+  // 3. REST throughput: none subscribed, then 50 subscribed (last: the deliveries it makes are not
+  // waited for; they would take long at this rate and the server stops after).
+  await subscribe([]);
+  await sleep(500);
+  const none1 = await restLoad();
+  await subscribe(['message.created']);
+  const with50 = await restLoad();
+
+  const row = (name: string, r: LoadResult, ref: LoadResult) =>
+    `  ${name.padEnd(44)} ${fmt(r)}  ratio ${(r.rps / ref.rps).toFixed(2)}`;
+  console.log(`\nWebhook fan-out (${pgUrl ? 'PostgreSQL' : 'SQLite'}, ${BOTS} bots)`);
+  console.log(
+    `  deliveries/s: reference (bare signed POSTs, 64 at a time) ${refRate.toFixed(0)}, ` +
+      `workroom ${wrRate.toFixed(0)} (${got.length} deliveries)  ratio ${(wrRate / refRate).toFixed(2)}`,
+  );
+  console.log(
+    `  event → first attempt at ${rate} events/s: p50 ${pct(lat, 0.5).toFixed(0)} ms, ` +
+      `p99 ${pct(lat, 0.99).toFixed(0)} ms, max ${lat[lat.length - 1]?.toFixed(0)} ms (${lat.length} events)`,
+  );
+  console.log('  REST POST a message:');
+  console.log(row('no bot subscribed', none1, none1));
+  console.log(row(`${BOTS} bots subscribed (message.created)`, with50, none1));
+} finally {
+  await wr.stop();
+  rx.stop();
+}

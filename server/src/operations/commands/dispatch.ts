@@ -1,0 +1,278 @@
+import { z } from 'zod';
+import type { Config } from '../../config/config.js';
+import { OutboundClient, OutboundError } from '../../delivery/outbound.js';
+import { signDelivery } from '../../delivery/sign.js';
+import { AppError, isAppError } from '../../domain/errors.js';
+import { newId, nowIso } from '../../domain/ids.js';
+import type { BotType } from '../../domain/roles.js';
+import { sanitizeMessageHtml } from '../../domain/sanitize.js';
+import { webhookSecretOf } from '../bots/keys.js';
+import type { BotActor, Services } from '../context.js';
+import { sendMessage } from '../messages/messages.js';
+import { runOperation } from '../operation.js';
+import { content, contentHtml } from '../schemas.js';
+import { ResponseTokens, type Invocation, type ResponseGrant } from './response-token.js';
+
+/**
+ * A bot's slash command, delivered at once: the signed command.invoked event is POSTed to the bot's
+ * webhook while the user waits (one attempt, the webhook time-out), and a JSON answer with `content`
+ * becomes the bot's reply. The bot may also answer later through the response URL (up to
+ * MAX_RESPONSES times within 30 minutes) or with send_message.
+ */
+
+/** Pushes a message to one user's live connections (realtime/hub.ts); how many received it. */
+export interface UserPush {
+  pushToUser(userId: string, message: Record<string, unknown>): number;
+}
+
+export const MAX_RESPONSES = 5;
+/** A bot's answer may carry a full message (50,000 characters, HTML too), not more. */
+const MAX_ANSWER_BYTES = 512 * 1024;
+
+export const CommandReply = z.object({
+  content,
+  content_html: contentHtml.optional(),
+  ephemeral: z.boolean({ message: 'must be true or false' }).optional(),
+});
+export type CommandReply = z.infer<typeof CommandReply>;
+
+export const DeliveryView = z.object({
+  status: z
+    .enum(['delivered', 'no_webhook', 'no_secret', 'failed', 'timeout'])
+    .describe('delivered: the bot answered 2xx; the others say why the bot did not get the command now'),
+  http_status: z.number().int().nullable(),
+  duration_ms: z.number().nullable(),
+  message: z.string(),
+});
+export const ReplyView = z.object({
+  ephemeral: z.boolean().describe('Shown only to the invoking user (pushed to their live connections)'),
+  content: z.string(),
+  content_html: z.string().nullable(),
+  message_id: z.string().nullable().describe('The posted message (null when ephemeral)'),
+  delivered_to: z.number().int().nullable().describe('Live connections that got an ephemeral reply'),
+});
+export type ReplyView = z.infer<typeof ReplyView>;
+
+/** The long-lived part: the outbound client (keep-alive pools), token keys, the live push and use counts. */
+export class CommandDispatcher {
+  readonly tokens: ResponseTokens;
+  readonly #client: OutboundClient;
+  #push: UserPush = { pushToUser: () => 0 };
+  readonly #uses = new Map<string, { count: number; expiresAt: number }>();
+
+  constructor(
+    private readonly config: Config,
+    encryptionKey: Buffer,
+  ) {
+    this.tokens = new ResponseTokens(encryptionKey);
+    this.#client = new OutboundClient({
+      allowPrivate: config.webhooks.allowPrivateUrls,
+      allowedRanges: config.webhooks.allowedRanges,
+      timeoutMs: config.webhooks.timeoutMs,
+      maxResponseBytes: MAX_ANSWER_BYTES,
+    });
+  }
+
+  /** The realtime hub, once it exists (it is built after the services it uses). */
+  usePush(push: UserPush): void {
+    this.#push = push;
+  }
+
+  pushToUser(userId: string, message: Record<string, unknown>): number {
+    return this.#push.pushToUser(userId, message);
+  }
+
+  post(url: string, body: string, headers: Record<string, string>) {
+    return this.#client.post(url, body, headers);
+  }
+
+  /** Counts one use of a response URL; false once it was used MAX_RESPONSES times (per instance). */
+  claimUse(g: ResponseGrant, now = Date.now()): boolean {
+    if (this.#uses.size > 10_000) {
+      for (const [k, v] of this.#uses) if (v.expiresAt <= now) this.#uses.delete(k);
+    }
+    const u = this.#uses.get(g.invocationId) ?? { count: 0, expiresAt: g.expiresAt };
+    if (u.count >= MAX_RESPONSES) return false;
+    u.count++;
+    this.#uses.set(g.invocationId, u);
+    return true;
+  }
+
+  responsesLeft(invocationId: string): number {
+    return MAX_RESPONSES - (this.#uses.get(invocationId)?.count ?? 0);
+  }
+
+  get publicUrl(): string {
+    return this.config.publicUrl;
+  }
+}
+
+export interface DispatchResult {
+  delivery: z.infer<typeof DeliveryView>;
+  reply: ReplyView | null;
+  reply_error: string | null;
+}
+
+/** Sends the signed command.invoked event to the bot now and turns a JSON answer into its reply. */
+export async function dispatchInvocation(
+  services: Services,
+  inv: Invocation,
+  data: Record<string, unknown>,
+  invokedAt: string,
+): Promise<DispatchResult> {
+  const none = (status: 'no_webhook' | 'no_secret', message: string): DispatchResult => ({
+    delivery: { status, http_status: null, duration_ms: null, message },
+    reply: null,
+    reply_error: null,
+  });
+  const bot = await services.storage.stores.bots.get(inv.botId);
+  if (!bot?.webhook_url) {
+    return none('no_webhook', 'The bot has no webhook URL: the command was recorded (command.invoked) only');
+  }
+  let secret: string | null;
+  try {
+    secret = await webhookSecretOf(services, bot.id);
+  } catch (err) {
+    services.log.error({ err, botId: bot.id }, 'commands: the webhook secret cannot be decrypted');
+    secret = null;
+  }
+  if (!secret) {
+    return none(
+      'no_secret',
+      'The bot has no webhook signing secret, so nothing was sent; its manager creates one with POST /api/bots/{botId}/webhook-secret',
+    );
+  }
+  const signed = signDelivery({
+    secret,
+    webhookId: inv.invocationId,
+    timestampSeconds: Math.floor(Date.now() / 1000),
+    envelope: {
+      event_type: 'command.invoked',
+      timestamp: invokedAt,
+      bot_id: bot.id,
+      data,
+      event_id: inv.invocationId,
+    },
+  });
+  let answer;
+  try {
+    answer = await services.commands.post(bot.webhook_url, signed.body, signed.headers);
+  } catch (err) {
+    // Whatever went wrong on the way to the bot, the user gets an answer, not a server error.
+    if (!(err instanceof OutboundError)) services.log.error({ err }, 'commands: delivery failed');
+    const timeout = err instanceof OutboundError && err.kind === 'timeout';
+    const why = err instanceof OutboundError ? err.message : 'internal error';
+    return {
+      delivery: {
+        status: timeout ? 'timeout' : 'failed',
+        http_status: null,
+        duration_ms: null,
+        message: `The bot's webhook could not be reached: ${why}`,
+      },
+      reply: null,
+      reply_error: null,
+    };
+  }
+  const ok = answer.status >= 200 && answer.status < 300;
+  const delivery = {
+    status: ok ? ('delivered' as const) : ('failed' as const),
+    http_status: answer.status,
+    duration_ms: Math.round(answer.durationMs),
+    message: ok ? 'The bot received the command' : `The bot answered HTTP ${answer.status}`,
+  };
+  if (!ok || answer.body.trim() === '') return { delivery, reply: null, reply_error: null };
+  const parsed = parseAnswer(answer.body);
+  if (typeof parsed === 'string') return { delivery, reply: null, reply_error: parsed };
+  if (parsed === null) return { delivery, reply: null, reply_error: null };
+  try {
+    return { delivery, reply: await postReply(services, inv, parsed), reply_error: null };
+  } catch (err) {
+    if (!isAppError(err)) throw err;
+    return { delivery, reply: null, reply_error: `The bot's reply was not posted: ${err.message}` };
+  }
+}
+
+/** null: an answer without `content` (no reply); a string: why the answer is not a valid reply. */
+function parseAnswer(text: string): CommandReply | null | string {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    // A plain-text "ok" is an acknowledgement, not a reply.
+    return text.trimStart().startsWith('{') ? 'The bot answered invalid or over-long JSON' : null;
+  }
+  if (typeof value !== 'object' || value === null || !('content' in value)) return null;
+  const r = CommandReply.safeParse(value);
+  if (r.success) return r.data;
+  const issue = r.error.issues[0]!;
+  return `The bot's reply is invalid: ${issue.path.join('.')}: ${issue.message}`;
+}
+
+/**
+ * Posts a reply as the bot: a message in the command's container through the send-message operation,
+ * or, when ephemeral (or the command ran outside any container), a message pushed only to the invoking
+ * user's live connections and stored nowhere.
+ */
+export async function postReply(
+  services: Services,
+  inv: Invocation,
+  reply: CommandReply,
+): Promise<ReplyView> {
+  const bot = await services.storage.stores.bots.get(inv.botId);
+  if (!bot || bot.deleted_at !== null || bot.status !== 'active') {
+    throw new AppError('forbidden', 'The bot is disabled or deleted');
+  }
+  const place = { channel_id: inv.channelId, topic_id: inv.topicId, dm_room_id: inv.dmRoomId };
+  if (reply.ephemeral === true || (!inv.channelId && !inv.topicId && !inv.dmRoomId)) {
+    const html = reply.content_html === undefined ? null : sanitizeMessageHtml(reply.content_html);
+    const delivered = services.commands.pushToUser(inv.userId, {
+      type: 'ephemeral',
+      message: {
+        id: newId(),
+        invocation_id: inv.invocationId,
+        command: inv.command,
+        bot_id: bot.id,
+        bot_name: bot.name,
+        content: reply.content,
+        content_html: html,
+        ...place,
+        created_at: nowIso(),
+      },
+    });
+    return {
+      ephemeral: true,
+      content: reply.content,
+      content_html: html,
+      message_id: null,
+      delivered_to: delivered,
+    };
+  }
+  // The bot acts in the organization where its command ran (a platform bot serves several).
+  const actor: BotActor = {
+    kind: 'bot',
+    botId: bot.id,
+    orgId: inv.orgId,
+    botType: bot.type as BotType,
+    keyId: `command:${inv.invocationId}`,
+    scopes: null,
+  };
+  const input = {
+    content: reply.content,
+    ...(reply.content_html !== undefined && { content_html: reply.content_html }),
+    ...(inv.channelId && { channel_id: inv.channelId }),
+    ...(inv.topicId && { topic_id: inv.topicId }),
+    ...(inv.dmRoomId && { dm_room_id: inv.dmRoomId }),
+  };
+  const m = await runOperation(
+    sendMessage,
+    { actor, services, requestId: `command:${inv.invocationId}` },
+    input,
+  );
+  return {
+    ephemeral: false,
+    content: m.content,
+    content_html: m.content_html,
+    message_id: m.id,
+    delivered_to: null,
+  };
+}

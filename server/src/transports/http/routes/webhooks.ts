@@ -1,0 +1,105 @@
+import { z } from 'zod';
+import { SendMessageInput } from '../../../operations/messages/messages.js';
+import { MessageView } from '../../../operations/views.js';
+import {
+  createIncomingToken,
+  getIncomingToken,
+  revokeIncomingToken,
+} from '../../../operations/webhooks/incoming-token.js';
+import { authenticateIncoming, receiveIncoming } from '../../../operations/webhooks/incoming.js';
+import { parseJsonObject, readBody, sendJson } from '../io.js';
+import { enforceRateLimit } from '../rate-limit.js';
+import type { Route } from '../types.js';
+
+const errorRef = { $ref: '#/components/responses/Error' };
+const header = (v: string | string[] | undefined): string | undefined => (Array.isArray(v) ? v[0] : v);
+
+/** The incoming webhook and the management of its token. */
+export const webhookRoutes: Route[] = [
+  {
+    method: 'POST',
+    path: '/api/webhooks/incoming/{botId}',
+    // Authenticated by the handler: a bot key, the incoming token or a signature (see incoming.ts).
+    auth: 'none',
+    tags: ['webhooks'],
+    async handle(rc) {
+      const { req, services } = rc;
+      // The body is read before authenticating because a signature covers its exact bytes.
+      const rawBody = await readBody(req, services.config.maxBodyBytes);
+      const auth = await authenticateIncoming(services, {
+        botId: rc.params.botId!,
+        authorization: req.headers.authorization,
+        token: rc.url.searchParams.get('token') ?? undefined,
+        headers: {
+          'x-workroom-signature': header(req.headers['x-workroom-signature']),
+          'webhook-id': header(req.headers['webhook-id']),
+          'webhook-timestamp': header(req.headers['webhook-timestamp']),
+          'webhook-signature': header(req.headers['webhook-signature']),
+        },
+        rawBody,
+      });
+      rc.actor = auth.actor;
+      enforceRateLimit(services, auth.actor, rc.res);
+      const input = parseJsonObject(rawBody, req.headers['content-type']);
+      const key = header(req.headers['idempotency-key']);
+      const r = await receiveIncoming(services, auth, input, key, rc.requestId);
+      sendJson(rc.res, r.status, r.body, r.replayed ? { 'idempotent-replayed': 'true' } : {});
+    },
+    doc: {
+      summary:
+        "Incoming webhook: post a message as the bot into a channel, topic or DM room it belongs to. Authenticate with the bot's API key (scope messages:write), its incoming token (?token=), or a signature of the body with its webhook secret (docs/WEBHOOKS.md).",
+      'x-bot-scope': 'messages:write',
+      security: [{ bearer: [] }, {}],
+      parameters: [
+        { name: 'botId', in: 'path', required: true, schema: { type: 'string', format: 'uuid' } },
+        {
+          name: 'token',
+          in: 'query',
+          required: false,
+          description: 'The incoming token (POST /api/bots/{botId}/incoming-token), instead of a bot key',
+          schema: { type: 'string' },
+        },
+        ...['X-Workroom-Signature', 'webhook-id', 'webhook-timestamp', 'webhook-signature'].map((name) => ({
+          name,
+          in: 'header',
+          required: false,
+          schema: { type: 'string' },
+        })),
+        {
+          name: 'Idempotency-Key',
+          in: 'header',
+          required: false,
+          description: 'A retry with the same key and body answers the first result and posts nothing again.',
+          schema: { type: 'string', minLength: 1, maxLength: 255 },
+        },
+      ],
+      requestBody: {
+        required: true,
+        content: { 'application/json': { schema: z.toJSONSchema(SendMessageInput, { io: 'input' }) } },
+      },
+      responses: {
+        201: {
+          description: 'Posted',
+          content: { 'application/json': { schema: z.toJSONSchema(MessageView, { io: 'output' }) } },
+        },
+        400: errorRef,
+        401: errorRef,
+        403: errorRef,
+        404: errorRef,
+        409: errorRef,
+        413: errorRef,
+        415: errorRef,
+        429: errorRef,
+      },
+    },
+  },
+  {
+    method: 'POST',
+    path: '/api/bots/{botId}/incoming-token',
+    op: createIncomingToken,
+    status: 201,
+    tags: ['bot keys'],
+  },
+  { method: 'GET', path: '/api/bots/{botId}/incoming-token', op: getIncomingToken, tags: ['bot keys'] },
+  { method: 'DELETE', path: '/api/bots/{botId}/incoming-token', op: revokeIncomingToken, tags: ['bot keys'] },
+];
