@@ -164,5 +164,6 @@ class WorkroomServer:
                 ["psql", os.environ["DATABASE_URL"], "-q", "-c", f'DROP SCHEMA IF EXISTS "{self.schema}" CASCADE'],
                 check=False,
                 stdout=subprocess.DEVNULL,
+                env={**os.environ, "PGOPTIONS": "-c client_min_messages=warning"},
             )
         shutil.rmtree(self.data_dir, ignore_errors=True)
