@@ -9,6 +9,7 @@ import * as m0003 from './migrations/0003_incoming_token.js';
 import * as m0002 from './migrations/0002_search.js';
 import type { Progress } from './migrations/0002_search.js';
 import * as m0004 from './migrations/0004_deliveries.js';
+import * as m0005 from './migrations/0005_bot_platform.js';
 import { startCheckpointer, type Checkpointer } from './sqlite-checkpointer.js';
 import { useNamedStatements } from './pg-statements.js';
 import { engineDialect, SqliteEngine } from './sqlite-engine.js';
@@ -37,6 +38,7 @@ const MIGRATIONS: Record<string, MigrationUp> = {
   '0003_incoming_token': m0003.up,
   '0002_search': m0002.up,
   '0004_deliveries': m0004.up,
+  '0005_bot_platform': m0005.up,
 };
 
 /** Reader workers for long reads (search): two, so that one abandoned read never leaves none. */

@@ -35,6 +35,9 @@ export interface Database {
   webhook_attempts: AttemptRow;
   webhook_health: WebhookHealthRow;
   notifications: NotificationRow;
+  scheduled_jobs: ScheduledJobRow;
+  bot_data: BotDataRow;
+  read_markers: ReadMarkerRow;
 }
 
 export interface OrganizationRow {
@@ -129,6 +132,8 @@ export interface MessageRow {
   bot_id: string | null;
   content: string;
   content_html: string | null;
+  /** JSON array of interactive actions (buttons, selects) a bot's message carries; null for none. */
+  actions: string | null;
   created_at: string;
   edited_at: string | null;
   deleted_at: string | null;
@@ -169,6 +174,8 @@ export interface BotRow {
   events: string;
   created_by: string | null;
   status: 'active' | 'disabled';
+  /** Which built-in bot this row is (system and platform bots: one row per organization), else null. */
+  builtin: string | null;
   created_at: string;
   updated_at: string;
   deleted_at: string | null;
@@ -340,4 +347,46 @@ export interface NotificationRow {
   data: string;
   created_at: string;
   read_at: string | null;
+}
+
+/** A job of the durable scheduler: run once at `run_at` by the bot that owns it. */
+export interface ScheduledJobRow {
+  id: string;
+  org_id: string;
+  bot_id: string;
+  kind: string;
+  /** At most one job per (bot, dedupe_key). */
+  dedupe_key: string | null;
+  /** JSON object. */
+  payload: string;
+  run_at: string;
+  state: 'pending' | 'running' | 'done' | 'failed' | 'cancelled';
+  attempts: number;
+  lease_until: string | null;
+  last_error: string | null;
+  created_at: string;
+  updated_at: string;
+  done_at: string | null;
+}
+
+/** A bot's own small JSON document, versioned for compare-and-set. */
+export interface BotDataRow {
+  bot_id: string;
+  key: string;
+  org_id: string;
+  /** JSON value. */
+  value: string;
+  version: number;
+  created_at: string;
+  updated_at: string;
+}
+
+/** How far a user has read a container. */
+export interface ReadMarkerRow {
+  user_id: string;
+  container_type: 'channel' | 'topic' | 'dm_room';
+  container_id: string;
+  last_read_at: string;
+  last_read_message_id: string | null;
+  updated_at: string;
 }

@@ -93,6 +93,7 @@ export const createBot = defineOperation({
         events: JSON.stringify([...new Set(input.events ?? [])]),
         created_by: actor.userId,
         status: 'active',
+        builtin: null,
         created_at: now,
         updated_at: now,
         deleted_at: null,

@@ -68,6 +68,7 @@ export const editMessage = defineOperation({
       await stores.messages.update(m.id, {
         content: updated.content,
         content_html: updated.content_html,
+        actions: updated.actions,
         edited_at: now,
       });
       const by = actorRef(ctx.actor);

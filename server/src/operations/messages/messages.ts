@@ -66,6 +66,7 @@ export async function insertMessage(
     bot_id: sender.type === 'bot' ? sender.id : null,
     content: body.content,
     content_html: body.content_html === undefined ? null : sanitizeMessageHtml(body.content_html),
+    actions: null,
     created_at: tx.now,
     edited_at: null,
     deleted_at: null,

@@ -20,6 +20,7 @@ const INSERT = prepared(
     bot_id: string | null,
     content: string,
     content_html: string | null,
+    actions: string | null,
     created_at: string,
     edited_at: string | null,
     deleted_at: string | null,
@@ -35,6 +36,7 @@ const INSERT = prepared(
       bot_id,
       content,
       content_html,
+      actions,
       created_at,
       edited_at,
       deleted_at,
@@ -46,8 +48,14 @@ const GET = prepared((db, id: string) =>
   db.selectFrom('messages').selectAll().where('id', '=', id).where('deleted_at', 'is', null),
 );
 const UPDATE = prepared(
-  (db, id: string, content: string, content_html: string | null, edited_at: string | null) =>
-    db.updateTable('messages').set({ content, content_html, edited_at }).where('id', '=', id),
+  (
+    db,
+    id: string,
+    content: string,
+    content_html: string | null,
+    actions: string | null,
+    edited_at: string | null,
+  ) => db.updateTable('messages').set({ content, content_html, actions, edited_at }).where('id', '=', id),
 );
 
 // Recent messages of a container (read_messages, GET …/messages): prepared per container kind. Only
@@ -60,6 +68,7 @@ const LISTED = [
   'sender_id',
   'content',
   'content_html',
+  'actions',
   'created_at',
   'edited_at',
 ] as const;
@@ -109,6 +118,7 @@ export class MessageStore {
       row.bot_id,
       row.content,
       row.content_html,
+      row.actions,
       row.created_at,
       row.edited_at,
       row.deleted_at,
@@ -139,14 +149,18 @@ export class MessageStore {
       bot_id: m.sender_type === 'bot' ? m.sender_id : null,
       content: m.content,
       content_html: m.content_html,
+      actions: m.actions,
       created_at: m.created_at,
       edited_at: m.edited_at,
       deleted_at: null,
     }));
   }
 
-  async update(id: string, patch: Pick<MessageRow, 'content' | 'content_html' | 'edited_at'>): Promise<void> {
-    await UPDATE(this.db, id, patch.content, patch.content_html, patch.edited_at);
+  async update(
+    id: string,
+    patch: Pick<MessageRow, 'content' | 'content_html' | 'actions' | 'edited_at'>,
+  ): Promise<void> {
+    await UPDATE(this.db, id, patch.content, patch.content_html, patch.actions, patch.edited_at);
   }
 
   /** Soft delete; returns false when it was already deleted (or does not exist). */
