@@ -9,15 +9,25 @@
  *    word (10 messages), a missing word, a common word, a two-word query and a phrase.
  *    Goal: p99 ≤ 25 ms on SQLite, ≤ 50 ms on PostgreSQL.
  * 3. GET /api/health and POST a message, sequential, alone and while another client searches missing
- *    words in a loop. Goal: p99 within 2× of the run without searching.
+ *    words in a loop, in alternating rounds. Goal: p99 within 2× of the run without searching.
  * 4. The size of the index next to the table's.
- * 5. POST throughput on a fresh database with the index against one without it. Goal: ≥ 0.85×.
+ * 5. POST throughput on fresh databases with the index against without it, in alternating pairs
+ *    (median and spread of the ratios), and the server's CPU time per POST. Goal: ≥ 0.85×.
  *
- * Run: npx tsx bench/search.ts   (or npm run bench -- search). BENCH_SEARCH_MESSAGES=200000 for a
- * quicker run. The server runs from source through tsx (no build needed).
+ * Every figure carries the machine's 1-minute load average when it was taken (`load`): on a shared
+ * machine the absolute latencies are mostly waiting for a CPU.
+ *
+ * Run: npx tsx bench/search.ts   (or npm run bench -- search). Environment:
+ * - BENCH_SEARCH_MESSAGES=200000 for a quicker run; BENCH_SEARCH_SAMPLES searches per query (500);
+ * - BENCH_SEARCH_ONLY=sqlite|postgresql runs one side;
+ * - BENCH_SEARCH_PHASES=latency,interference,throughput (default all) chooses what to measure;
+ * - BENCH_SEARCH_KEEP=<dir> keeps the loaded corpus there (PostgreSQL: in a schema named in
+ *   <dir>/postgresql/bench.json) and reuses it on the next run, to measure again without loading;
+ * - BENCH_SEARCH_PAIRS throughput pairs (default 5), BENCH_DURATION_MS each run's length.
+ * The server runs from source through tsx (no build needed).
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
 import pg from 'pg';
@@ -25,8 +35,16 @@ import { Pool } from 'undici';
 import { BENCH_ADMIN, freePort, load, ROOT, seed, spawnServer, type LoadResult } from './lib.js';
 
 const N = Number(process.env.BENCH_SEARCH_MESSAGES ?? 1_000_000);
-const SAMPLES = Number(process.env.BENCH_SEARCH_SAMPLES ?? 200);
+const SAMPLES = Number(process.env.BENCH_SEARCH_SAMPLES ?? 500);
 const PG_URL = process.env.BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+const KEEP = process.env.BENCH_SEARCH_KEEP;
+const PAIRS = Number(process.env.BENCH_SEARCH_PAIRS ?? 5);
+const PHASES = new Set(
+  (process.env.BENCH_SEARCH_PHASES ?? 'latency,interference,throughput').split(',').map((s) => s.trim()),
+);
+
+/** The 1-minute load average now, for the figure being printed. */
+const load1 = () => loadavg()[0]!.toFixed(1);
 
 // --- the corpus ---
 
@@ -128,6 +146,7 @@ function* corpus(batch: number): Generator<Row[]> {
 
 interface Running {
   url: string;
+  pid: number;
   stop(): Promise<void>;
 }
 
@@ -151,10 +170,19 @@ async function startServer(env: Record<string, string>): Promise<Running> {
   );
 }
 
+/** What a loaded corpus needs to be searched again (kept in <dir>/bench.json with BENCH_SEARCH_KEEP). */
+interface Loaded {
+  messages: number;
+  channels: string[];
+  botKey: string;
+  schema?: string;
+}
+
 /** One database under test: how to start a server on it, load rows into it, and drop its index. */
 interface Target {
   name: string;
   env: Record<string, string>;
+  dir: string;
   /** Loads the corpus with the server stopped (SQLite) or running (PostgreSQL). */
   loadCorpus(orgId: string, channels: string[], botId: string): Promise<number>;
   sizes(): Promise<string>;
@@ -163,11 +191,19 @@ interface Target {
   serverStoppedForLoad: boolean;
 }
 
-function sqliteTarget(): Target {
-  const dir = mkdtempSync(join(tmpdir(), 'wr-bench-search-'));
+/** A fresh directory, or with `keep` that directory (created if missing, kept afterwards). */
+function dirFor(keep: string | undefined, prefix: string): string {
+  if (!keep) return mkdtempSync(join(tmpdir(), prefix));
+  mkdirSync(keep, { recursive: true });
+  return keep;
+}
+
+function sqliteTarget(keep?: string): Target {
+  const dir = dirFor(keep, 'wr-bench-search-');
   const file = join(dir, 'workroom.db');
   return {
     name: 'SQLite',
+    dir,
     env: { WORKROOM_DATA_DIR: dir },
     serverStoppedForLoad: true,
     async loadCorpus(orgId, channels, botId) {
@@ -214,14 +250,15 @@ function sqliteTarget(): Target {
       db.close();
     },
     async cleanup() {
-      rmSync(dir, { recursive: true, force: true });
+      if (!keep) rmSync(dir, { recursive: true, force: true });
     },
   };
 }
 
-function pgTarget(): Target {
-  const schema = `wr_bench_search_${process.pid}`;
-  const dir = mkdtempSync(join(tmpdir(), 'wr-bench-search-pg-'));
+function pgTarget(keep?: string): Target {
+  const dir = dirFor(keep, 'wr-bench-search-pg-');
+  const kept = keep && existsSync(join(dir, 'bench.json')) ? readLoaded(dir) : undefined;
+  const schema = kept?.schema ?? `wr_bench_search_${process.pid}`;
   const client = async <T>(fn: (c: pg.Client) => Promise<T>): Promise<T> => {
     const c = new pg.Client({ connectionString: PG_URL });
     await c.connect();
@@ -234,6 +271,7 @@ function pgTarget(): Target {
   };
   return {
     name: 'PostgreSQL',
+    dir,
     env: { WORKROOM_DATA_DIR: dir, DATABASE_URL: PG_URL, WORKROOM_DATABASE_SCHEMA: schema },
     serverStoppedForLoad: false,
     loadCorpus: (orgId, channels, botId) =>
@@ -270,13 +308,17 @@ function pgTarget(): Target {
     sizes: () =>
       client(async (c) => {
         const r = await c.query(`select pg_relation_size('messages') as heap,
+            pg_table_size('messages') as total,
             pg_relation_size('messages_search') as gin,
             (select sum(pg_column_size(search_vector)) from messages) as vectors,
             pg_indexes_size('messages') - pg_relation_size('messages_search') as others`);
-        const [heap, gin, vectors, others] = ['heap', 'gin', 'vectors', 'others'].map((k) =>
+        const [heap, total, gin, vectors, others] = ['heap', 'total', 'gin', 'vectors', 'others'].map((k) =>
           Number(r.rows[0][k]),
         );
-        return `messages table ${mb(heap!)} (of which tsvector column ${mb(vectors!)}), its b-tree indexes ${mb(others!)}, GIN index ${mb(gin!)} (GIN + column: ${((gin! + vectors!) / (heap! - vectors!)).toFixed(2)}× the rest of the table)`;
+        return (
+          `messages table ${mb(total!)} (heap ${mb(heap!)}, of which tsvector column ${mb(vectors!)}; the rest TOAST and maps), ` +
+          `its b-tree indexes ${mb(others!)}, GIN index ${mb(gin!)} (GIN + column: ${((gin! + vectors!) / (total! - vectors!)).toFixed(2)}× the rest of the table)`
+        );
       }),
     dropIndex: () =>
       client(async (c) => {
@@ -284,6 +326,7 @@ function pgTarget(): Target {
         await c.query('alter table messages drop column search_vector');
       }),
     async cleanup() {
+      if (keep) return;
       const c = new pg.Client({ connectionString: PG_URL });
       await c.connect();
       await c.query(`drop schema if exists "${schema}" cascade`);
@@ -291,6 +334,10 @@ function pgTarget(): Target {
       rmSync(dir, { recursive: true, force: true });
     },
   };
+}
+
+function readLoaded(dir: string): Loaded {
+  return JSON.parse(readFileSync(join(dir, 'bench.json'), 'utf8')) as Loaded;
 }
 
 const mb = (bytes: number) => `${(bytes / 1048576).toFixed(0)} MB`;
@@ -303,13 +350,19 @@ function percentiles(lat: number[]): { p50: number; p99: number } {
   return { p50: at(0.5), p99: at(0.99) };
 }
 
-/** Sequential requests on one connection: latency of each. */
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+};
+
+/** Sequential requests on one connection: the latency of each, and the first answer's message count. */
 async function timeRequests(
   url: string,
   count: number,
   req: (i: number) => { method: 'GET' | 'POST'; path: string; body?: string },
   headers: Record<string, string>,
-): Promise<{ p50: number; p99: number; found?: number }> {
+): Promise<{ lat: number[]; found?: number }> {
   const pool = new Pool(url, { connections: 1 });
   const lat: number[] = [];
   let found: number | undefined;
@@ -328,7 +381,7 @@ async function timeRequests(
   } finally {
     await pool.close();
   }
-  return { ...percentiles(lat), ...(found !== undefined && { found }) };
+  return { lat, ...(found !== undefined && { found }) };
 }
 
 /** Two words of middling frequency (ranks 100 and 300: each in roughly 1 message out of 60 and 200). */
@@ -336,9 +389,14 @@ const TWO = `${VOCABULARY.words[100]} ${VOCABULARY.words[300]}`;
 const searchPath = (query: string) => `/api/search?type=messages&limit=10&query=${encodeURIComponent(query)}`;
 const missing = (i: number) => `nosuchword${i.toString(36).replace(/\d/g, (d) => 'qwxzjvkyhf'[+d]!)}`;
 
-async function measure(t: Target): Promise<string[]> {
-  const out: string[] = [];
-  console.log(`\n## ${t.name}: ${N.toLocaleString('en')} messages`);
+/** Starts a server on a loaded corpus: loads it first unless BENCH_SEARCH_KEEP has it already. */
+async function prepare(t: Target): Promise<{ srv: Running; loaded: Loaded }> {
+  const state = join(t.dir, 'bench.json');
+  if (KEEP && existsSync(state)) {
+    const loaded = readLoaded(t.dir);
+    console.log(`  reusing the ${loaded.messages.toLocaleString('en')} messages kept in ${t.dir}`);
+    return { srv: await startServer(t.env), loaded };
+  }
   let srv = await startServer(t.env);
   const s = await seed(srv.url);
   const token = s.token;
@@ -362,98 +420,186 @@ async function measure(t: Target): Promise<string[]> {
   const me = (await meRes.json()) as { org_id: string };
   if (t.serverStoppedForLoad) await srv.stop();
   const loadMs = await t.loadCorpus(me.org_id, channels, s.botId);
-  console.log(`  corpus loaded and indexed in ${(loadMs / 1000).toFixed(0)} s`);
+  console.log(`  corpus loaded and indexed in ${(loadMs / 1000).toFixed(0)} s (load ${load1()})`);
   if (t.serverStoppedForLoad) srv = await startServer(t.env);
+  const loaded: Loaded = {
+    messages: N,
+    channels,
+    botKey: s.botKey,
+    ...(t.env.WORKROOM_DATABASE_SCHEMA && { schema: t.env.WORKROOM_DATABASE_SCHEMA }),
+  };
+  if (KEEP) writeFileSync(state, JSON.stringify(loaded));
+  return { srv, loaded };
+}
 
-  const bot = { authorization: `Bearer ${s.botKey}` };
-  const queries: [string, (i: number) => string][] = [
-    [`rare word (${RARE_COUNT} messages)`, () => PLANTED.rare],
-    ['missing word', (i) => missing(i)],
-    [`word in ${KILO_COUNT} messages`, () => PLANTED.kilo],
-    ['common word ("the", in most messages)', () => 'the'],
-    [`two words ("${TWO}")`, () => TWO],
-    [`phrase ("${PLANTED.phrase}")`, () => `"${PLANTED.phrase}"`],
-  ];
-  out.push(
-    `| ${t.name} search (${N.toLocaleString('en')} messages) | p50 ms | p99 ms | results |`,
-    '|---|---|---|---|',
-  );
-  for (const [name, q] of queries) {
-    const r = await timeRequests(srv.url, SAMPLES, (i) => ({ method: 'GET', path: searchPath(q(i)) }), bot);
-    out.push(`| ${name} | ${r.p50.toFixed(1)} | ${r.p99.toFixed(1)} | ${r.found} |`);
+async function measure(t: Target): Promise<string[]> {
+  const out: string[] = [];
+  console.log(`\n## ${t.name}: ${N.toLocaleString('en')} messages`);
+  const { srv, loaded } = await prepare(t);
+  const { channels } = loaded;
+  const size = loaded.messages.toLocaleString('en');
+  const bot = { authorization: `Bearer ${loaded.botKey}` };
+
+  if (PHASES.has('latency')) {
+    const queries: [string, (i: number) => string][] = [
+      [`rare word (${RARE_COUNT} messages)`, () => PLANTED.rare],
+      ['missing word', (i) => missing(i)],
+      [`word in ${KILO_COUNT} messages`, () => PLANTED.kilo],
+      ['common word ("the", in most messages; also a prefix)', () => 'the'],
+      [`two words ("${TWO}")`, () => TWO],
+      [`phrase ("${PLANTED.phrase}", ${PHRASE_COUNT} messages)`, () => `"${PLANTED.phrase}"`],
+    ];
+    out.push(
+      `| ${t.name} search (${size} messages) | p50 ms | p99 ms | results | load |`,
+      '|---|---|---|---|---|',
+    );
+    for (const [name, q] of queries) {
+      const r = await timeRequests(srv.url, SAMPLES, (i) => ({ method: 'GET', path: searchPath(q(i)) }), bot);
+      const p = percentiles(r.lat);
+      out.push(`| ${name} | ${p.p50.toFixed(1)} | ${p.p99.toFixed(1)} | ${r.found} | ${load1()} |`);
+      console.log(`  ${out.at(-1)}`);
+    }
+    out.push('');
   }
 
-  // Health and POST latency, alone and next to a client searching missing words in a loop.
-  const post = (i: number) => ({
-    method: 'POST' as const,
-    path: `/api/channels/${channels[0]}/messages`,
-    body: JSON.stringify({ content: `latency probe ${i}` }),
-  });
-  const health = () => ({ method: 'GET' as const, path: '/api/health' });
-  const quiet = {
-    health: await timeRequests(srv.url, 400, health, bot),
-    post: await timeRequests(srv.url, 400, post, bot),
-  };
-  let searching = true;
-  let searches = 0;
-  const searcher = (async () => {
-    const pool = new Pool(srv.url, { connections: 1 });
-    for (let i = 0; searching; i++) {
-      const res = await pool.request({ method: 'GET', path: searchPath(missing(100_000 + i)), headers: bot });
-      await res.body.text();
-      searches++;
+  if (PHASES.has('interference')) {
+    // Health and POST latency, alone and next to a client searching missing words in a loop, in
+    // alternating rounds (so that a change of the machine's load meets both alike).
+    const post = (i: number) => ({
+      method: 'POST' as const,
+      path: `/api/channels/${channels[0]}/messages`,
+      body: JSON.stringify({ content: `latency probe ${i}` }),
+    });
+    const health = () => ({ method: 'GET' as const, path: '/api/health' });
+    const probes = { health: { req: health, n: 1000 }, post: { req: post, n: 500 } };
+    const lat = {
+      quiet: { health: [] as number[], post: [] as number[] },
+      busy: { health: [] as number[], post: [] as number[] },
+    };
+    const roundRatios = { health: [] as number[], post: [] as number[] };
+    const loads: string[] = [];
+    let searches = 0;
+    for (let round = 0; round < 3; round++) {
+      const quiet = {
+        health: (await timeRequests(srv.url, probes.health.n, probes.health.req, bot)).lat,
+        post: (await timeRequests(srv.url, probes.post.n, probes.post.req, bot)).lat,
+      };
+      let searching = true;
+      const searcher = (async () => {
+        const pool = new Pool(srv.url, { connections: 1 });
+        for (let i = 0; searching; i++) {
+          const res = await pool.request({
+            method: 'GET',
+            path: searchPath(missing(100_000 * (round + 1) + i)),
+            headers: bot,
+          });
+          await res.body.text();
+          searches++;
+        }
+        await pool.close();
+      })();
+      const busy = {
+        health: (await timeRequests(srv.url, probes.health.n, probes.health.req, bot)).lat,
+        post: (await timeRequests(srv.url, probes.post.n, probes.post.req, bot)).lat,
+      };
+      searching = false;
+      await searcher;
+      loads.push(load1());
+      for (const k of ['health', 'post'] as const) {
+        lat.quiet[k].push(...quiet[k]);
+        lat.busy[k].push(...busy[k]);
+        roundRatios[k].push(percentiles(busy[k]).p99 / percentiles(quiet[k]).p99);
+      }
     }
-    await pool.close();
-  })();
-  const busy = {
-    health: await timeRequests(srv.url, 400, health, bot),
-    post: await timeRequests(srv.url, 400, post, bot),
-  };
-  searching = false;
-  await searcher;
-  out.push(
-    '',
-    `| ${t.name} latency | alone p50 / p99 ms | next to a missing-word search loop p50 / p99 ms | p99 ratio |`,
-    '|---|---|---|---|',
-  );
-  for (const k of ['health', 'post'] as const)
     out.push(
-      `| ${k === 'health' ? 'GET /api/health' : 'POST a message'} | ${quiet[k].p50.toFixed(1)} / ${quiet[k].p99.toFixed(1)} | ${busy[k].p50.toFixed(1)} / ${busy[k].p99.toFixed(1)} | ${(busy[k].p99 / quiet[k].p99).toFixed(2)} |`,
+      `| ${t.name} latency, 3 rounds | alone p50 / p99 ms | next to a missing-word search loop p50 / p99 ms | p99 ratio (rounds) | load |`,
+      '|---|---|---|---|---|',
     );
-  out.push(`(the search loop ran ${searches} searches meanwhile)`, '', `Size: ${await t.sizes()}`);
+    for (const k of ['health', 'post'] as const) {
+      const q = percentiles(lat.quiet[k]);
+      const b = percentiles(lat.busy[k]);
+      out.push(
+        `| ${k === 'health' ? 'GET /api/health' : 'POST a message'} | ${q.p50.toFixed(1)} / ${q.p99.toFixed(1)} | ${b.p50.toFixed(1)} / ${b.p99.toFixed(1)} | ${(b.p99 / q.p99).toFixed(2)} (${roundRatios[k].map((r) => r.toFixed(2)).join(', ')}) | ${loads.join(', ')} |`,
+      );
+      console.log(`  ${out.at(-1)}`);
+    }
+    out.push(`(the search loop ran ${searches} searches meanwhile)`, '');
+  }
+  out.push(`Size: ${await t.sizes()}`);
   await srv.stop();
   return out;
 }
 
-/** POST throughput on a fresh database, with the index and without (triggers/column dropped). */
+/** CPU time (user + system) the process has used so far, in milliseconds (Linux /proc). */
+function cpuMs(pid: number): number {
+  try {
+    const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return ((Number(f[11]) + Number(f[12])) * 1000) / 100; // utime, stime in clock ticks (100 Hz)
+  } catch {
+    return NaN;
+  }
+}
+
+/**
+ * POST throughput on fresh databases, one with the index and one without (triggers/column dropped),
+ * both running, measured in PAIRS alternating runs; the median ratio and its spread, and the server's
+ * CPU time per POST (on SQLite the whole write path, index included, runs in the server's process).
+ */
 async function postThroughput(make: () => Target): Promise<string> {
-  const results: LoadResult[] = [];
-  let name = '';
+  const sides: { t: Target; srv: Running; s: Awaited<ReturnType<typeof seed>> }[] = [];
   for (const withIndex of [true, false]) {
     const t = make();
-    name = t.name;
     let srv = await startServer(t.env);
     if (!withIndex) {
       if (t.serverStoppedForLoad) await srv.stop();
       await t.dropIndex();
       if (t.serverStoppedForLoad) srv = await startServer(t.env);
     }
-    const s = await seed(srv.url);
-    results.push(
-      await load({
-        url: srv.url,
-        method: 'POST',
-        path: () => `/api/channels/${s.channelId}/messages`,
-        headers: { authorization: `Bearer ${s.botKey}` },
-        body: (i) =>
-          JSON.stringify({ content: `Benchmark message number ${i} with a little **markdown** and café` }),
-      }),
-    );
-    await srv.stop();
-    await t.cleanup();
+    sides.push({ t, srv, s: await seed(srv.url) });
   }
-  const [w, wo] = results as [LoadResult, LoadResult];
-  return `| ${name} POST /api/channels/{id}/messages | ${w.rps.toFixed(0)} | ${wo.rps.toFixed(0)} | ${(w.rps / wo.rps).toFixed(2)} |`;
+  const runs: { with: LoadResult; without: LoadResult; cpu: [number, number]; load: string }[] = [];
+  try {
+    for (let i = 0; i < PAIRS; i++) {
+      const pair: LoadResult[] = [];
+      const cpu: number[] = [];
+      // Alternate which side goes first, so that neither always meets the same moment of the machine.
+      const order = i % 2 ? [1, 0] : [0, 1];
+      for (const k of order) {
+        const { srv, s } = sides[k]!;
+        const c0 = cpuMs(srv.pid);
+        const r = await load({
+          url: srv.url,
+          method: 'POST',
+          path: () => `/api/channels/${s.channelId}/messages`,
+          headers: { authorization: `Bearer ${s.botKey}` },
+          body: (n) =>
+            JSON.stringify({ content: `Benchmark message number ${n} with a little **markdown** and café` }),
+          durationMs: Number(process.env.BENCH_DURATION_MS ?? 3000),
+        });
+        pair[k] = r;
+        cpu[k] = (cpuMs(srv.pid) - c0) / r.requests;
+      }
+      runs.push({ with: pair[0]!, without: pair[1]!, cpu: [cpu[0]!, cpu[1]!], load: load1() });
+    }
+  } finally {
+    for (const { t, srv } of sides) {
+      await srv.stop();
+      await t.cleanup();
+    }
+  }
+  const ratios = runs.map((r) => r.with.rps / r.without.rps);
+  const cpuRatios = runs.map((r) => r.cpu[1] / r.cpu[0]);
+  const name = sides[0]!.t.name;
+  const cpu =
+    name === 'SQLite'
+      ? `${(median(runs.map((r) => r.cpu[0])) * 1000).toFixed(0)} / ${(median(runs.map((r) => r.cpu[1])) * 1000).toFixed(0)} µs (${median(cpuRatios).toFixed(2)}×)`
+      : 'n/a (the index work is in PostgreSQL)';
+  return (
+    `| ${name} POST /api/channels/{id}/messages, ${PAIRS} pairs | ${median(runs.map((r) => r.with.rps)).toFixed(0)} | ` +
+    `${median(runs.map((r) => r.without.rps)).toFixed(0)} | ${median(ratios).toFixed(2)} ` +
+    `(${Math.min(...ratios).toFixed(2)}–${Math.max(...ratios).toFixed(2)}; ${ratios.map((r) => r.toFixed(2)).join(', ')}) | ` +
+    `${cpu} | ${runs.map((r) => r.load).join(', ')} |`
+  );
 }
 
 async function pgAvailable(): Promise<boolean> {
@@ -468,21 +614,35 @@ async function pgAvailable(): Promise<boolean> {
 }
 
 const only = process.env.BENCH_SEARCH_ONLY; // 'sqlite' or 'postgresql', to run one side
-const makers: (() => Target)[] = [];
-if (only !== 'postgresql') makers.push(sqliteTarget);
+const makers: { make: (keep?: string) => Target; key: string }[] = [];
+if (only !== 'postgresql') makers.push({ make: sqliteTarget, key: 'sqlite' });
 if (only !== 'sqlite') {
-  if (await pgAvailable()) makers.push(pgTarget);
+  if (await pgAvailable()) makers.push({ make: pgTarget, key: 'postgresql' });
   else console.log(`(no PostgreSQL at ${PG_URL}: SQLite only)`);
 }
+console.log(
+  `load average at start: ${loadavg()
+    .map((l) => l.toFixed(1))
+    .join(', ')}`,
+);
 const lines: string[] = [];
-for (const make of makers) {
-  const t = make();
-  try {
-    lines.push(...(await measure(t)), '');
-  } finally {
-    await t.cleanup();
+if (PHASES.has('latency') || PHASES.has('interference'))
+  for (const { make, key } of makers) {
+    const t = make(KEEP && join(KEEP, key));
+    try {
+      lines.push(...(await measure(t)), '');
+    } finally {
+      await t.cleanup();
+    }
+  }
+if (PHASES.has('throughput')) {
+  lines.push(
+    '| POST throughput (fresh databases) | with index req/s (median) | without req/s (median) | ratio: median (min–max; each pair) | server CPU a POST with / without | load |',
+    '|---|---|---|---|---|---|',
+  );
+  for (const { make } of makers) {
+    lines.push(await postThroughput(() => make()));
+    console.log(`  ${lines.at(-1)}`);
   }
 }
-lines.push('| POST throughput | with index req/s | without req/s | ratio |', '|---|---|---|---|');
-for (const make of makers) lines.push(await postThroughput(make));
 console.log(`\n${lines.join('\n')}`);
