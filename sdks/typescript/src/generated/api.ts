@@ -996,6 +996,74 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/api/channels/{channelId}/read': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /** Mark a channel, topic or DM room read up to a message (the marker only moves forward); answers the marker and what is still unread after it */
+    post: operations['post:/api/channels/{channelId}/read'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/topics/{topicId}/read': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /** Mark a channel, topic or DM room read up to a message (the marker only moves forward); answers the marker and what is still unread after it */
+    post: operations['post:/api/topics/{topicId}/read'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/dm-rooms/{dmRoomId}/read': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /** Mark a channel, topic or DM room read up to a message (the marker only moves forward); answers the marker and what is still unread after it */
+    post: operations['post:/api/dm-rooms/{dmRoomId}/read'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/unread': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** Unread counts of the channels, topics and DM rooms you follow (those you belong to, and those you marked read and can still see); only containers with unread messages */
+    get: operations['get:/api/unread'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/api/mcp': {
     parameters: {
       query?: never;
@@ -5026,6 +5094,193 @@ export interface operations {
         content: {
           'application/json': {
             marked: number;
+          };
+        };
+      };
+      400: components['responses']['Error'];
+      401: components['responses']['Error'];
+      403: components['responses']['Error'];
+      404: components['responses']['Error'];
+      429: components['responses']['Error'];
+    };
+  };
+  'post:/api/channels/{channelId}/read': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        channelId: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** Format: uuid */
+          topic_id?: string;
+          /** Format: uuid */
+          dm_room_id?: string;
+          /** Format: uuid */
+          message_id: string;
+        };
+      };
+    };
+    responses: {
+      /** @description Success */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /** @enum {string} */
+            container_type: 'channel' | 'topic' | 'dm_room';
+            container_id: string;
+            /** @description created_at of the last message read */
+            last_read_at: string;
+            last_read_message_id: string | null;
+            updated_at: string;
+            /** @description false when the marker was already at or after this message */
+            moved: boolean;
+            /** @description Unread messages after the marker, at most 100 */
+            unread: number;
+          };
+        };
+      };
+      400: components['responses']['Error'];
+      401: components['responses']['Error'];
+      403: components['responses']['Error'];
+      404: components['responses']['Error'];
+      429: components['responses']['Error'];
+    };
+  };
+  'post:/api/topics/{topicId}/read': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        topicId: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** Format: uuid */
+          channel_id?: string;
+          /** Format: uuid */
+          dm_room_id?: string;
+          /** Format: uuid */
+          message_id: string;
+        };
+      };
+    };
+    responses: {
+      /** @description Success */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /** @enum {string} */
+            container_type: 'channel' | 'topic' | 'dm_room';
+            container_id: string;
+            /** @description created_at of the last message read */
+            last_read_at: string;
+            last_read_message_id: string | null;
+            updated_at: string;
+            /** @description false when the marker was already at or after this message */
+            moved: boolean;
+            /** @description Unread messages after the marker, at most 100 */
+            unread: number;
+          };
+        };
+      };
+      400: components['responses']['Error'];
+      401: components['responses']['Error'];
+      403: components['responses']['Error'];
+      404: components['responses']['Error'];
+      429: components['responses']['Error'];
+    };
+  };
+  'post:/api/dm-rooms/{dmRoomId}/read': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        dmRoomId: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** Format: uuid */
+          channel_id?: string;
+          /** Format: uuid */
+          topic_id?: string;
+          /** Format: uuid */
+          message_id: string;
+        };
+      };
+    };
+    responses: {
+      /** @description Success */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /** @enum {string} */
+            container_type: 'channel' | 'topic' | 'dm_room';
+            container_id: string;
+            /** @description created_at of the last message read */
+            last_read_at: string;
+            last_read_message_id: string | null;
+            updated_at: string;
+            /** @description false when the marker was already at or after this message */
+            moved: boolean;
+            /** @description Unread messages after the marker, at most 100 */
+            unread: number;
+          };
+        };
+      };
+      400: components['responses']['Error'];
+      401: components['responses']['Error'];
+      403: components['responses']['Error'];
+      404: components['responses']['Error'];
+      429: components['responses']['Error'];
+    };
+  };
+  'get:/api/unread': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Success */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            items: {
+              /** @enum {string} */
+              container_type: 'channel' | 'topic' | 'dm_room';
+              container_id: string;
+              /** @description Messages after the marker, at most 100 (show "99+" from 100) */
+              unread: number;
+              /** @description null: never marked read (counted from joining) */
+              last_read_at: string | null;
+              last_read_message_id: string | null;
+            }[];
+            cap: number;
           };
         };
       };

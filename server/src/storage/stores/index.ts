@@ -12,6 +12,7 @@ import { IncomingTokenStore } from './incoming-tokens.js';
 import { MessageStore } from './messages.js';
 import { NotificationStore } from './notifications.js';
 import { OrganizationStore } from './organizations.js';
+import { ReadMarkerStore } from './read-markers.js';
 import { TaskStore } from './tasks.js';
 import { ToolCallStore } from './tool-calls.js';
 import { UserStore } from './users.js';
@@ -37,6 +38,7 @@ export class Stores {
   #incomingTokens?: IncomingTokenStore;
   #deliveries?: DeliveryStore;
   #notifications?: NotificationStore;
+  #readMarkers?: ReadMarkerStore;
 
   constructor(readonly db: Executor) {}
 
@@ -87,5 +89,8 @@ export class Stores {
   }
   get notifications(): NotificationStore {
     return (this.#notifications ??= new NotificationStore(this.db));
+  }
+  get readMarkers(): ReadMarkerStore {
+    return (this.#readMarkers ??= new ReadMarkerStore(this.db));
   }
 }

@@ -7,6 +7,7 @@ import { commandResponseRoutes } from './command-responses.js';
 import { coreRoutes } from './core.js';
 import { deliveryRoutes } from './deliveries.js';
 import { mcpRoutes } from './mcp.js';
+import { readMarkerRoutes } from './read-markers.js';
 import { taskRoutes } from './tasks.js';
 import { webhookRoutes } from './webhooks.js';
 
@@ -20,6 +21,7 @@ export function allRoutes(publicUrl: string, mcp: McpEndpoint): Route[] {
     ...taskRoutes,
     ...webhookRoutes,
     ...deliveryRoutes,
+    ...readMarkerRoutes,
     ...mcpRoutes(mcp),
   ];
   let doc: string | undefined;
