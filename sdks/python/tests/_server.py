@@ -26,7 +26,7 @@ ADMIN_EMAIL = "admin@python-sdk.test"
 ADMIN_PASSWORD = "python-sdk-password"
 
 
-def wait_for(predicate: Callable[[], object], seconds: float = 15.0) -> bool:
+def wait_for(predicate: Callable[[], object], seconds: float = 45.0) -> bool:
     """Polls until ``predicate()`` is true or the time is up; answers whether it became true."""
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
