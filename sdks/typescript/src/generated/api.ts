@@ -562,7 +562,8 @@ export interface paths {
     delete: operations['delete:/api/bots/{botId}/commands/{commandName}'];
     options?: never;
     head?: never;
-    patch?: never;
+    /** Change a custom command's description or usage hint (null clears the hint) */
+    patch: operations['patch:/api/bots/{botId}/commands/{commandName}'];
     trace?: never;
   };
   '/api/channels/{channelId}/bookmarks': {
@@ -994,6 +995,42 @@ export interface paths {
     options?: never;
     head?: never;
     patch?: never;
+    trace?: never;
+  };
+  '/api/departments': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** Departments of your organization, by name, with their numbers of active users */
+    get: operations['get:/api/departments'];
+    put?: never;
+    /** Create a department in your organization (org_admin); 409 if the name is taken */
+    post: operations['post:/api/departments'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/departments/{departmentId}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    post?: never;
+    /** Delete a department of your organization (org_admin); its users stay, without a department */
+    delete: operations['delete:/api/departments/{departmentId}'];
+    options?: never;
+    head?: never;
+    /** Rename a department of your organization (org_admin); 409 if the name is taken */
+    patch: operations['patch:/api/departments/{departmentId}'];
     trace?: never;
   };
   '/api/channels/{channelId}/read': {
@@ -3524,6 +3561,49 @@ export interface operations {
       429: components['responses']['Error'];
     };
   };
+  'patch:/api/bots/{botId}/commands/{commandName}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        botId: string;
+        commandName: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: {
+      content: {
+        'application/json': {
+          description?: string;
+          usage_hint?: string | null;
+        };
+      };
+    };
+    responses: {
+      /** @description Success */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            id: string;
+            bot_id: string;
+            command: string;
+            description: string;
+            usage_hint: string | null;
+            created_at: string;
+            updated_at: string;
+          };
+        };
+      };
+      400: components['responses']['Error'];
+      401: components['responses']['Error'];
+      403: components['responses']['Error'];
+      404: components['responses']['Error'];
+      429: components['responses']['Error'];
+    };
+  };
   'get:/api/channels/{channelId}/bookmarks': {
     parameters: {
       query?: {
@@ -5101,6 +5181,152 @@ export interface operations {
       401: components['responses']['Error'];
       403: components['responses']['Error'];
       404: components['responses']['Error'];
+      429: components['responses']['Error'];
+    };
+  };
+  'get:/api/departments': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Success */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            items: {
+              id: string;
+              org_id: string;
+              name: string;
+              /** @description Active users in the department */
+              member_count: number;
+              created_at: string;
+            }[];
+          };
+        };
+      };
+      400: components['responses']['Error'];
+      401: components['responses']['Error'];
+      403: components['responses']['Error'];
+      404: components['responses']['Error'];
+      429: components['responses']['Error'];
+    };
+  };
+  'post:/api/departments': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          name: string;
+        };
+      };
+    };
+    responses: {
+      /** @description Success */
+      201: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            id: string;
+            org_id: string;
+            name: string;
+            /** @description Active users in the department */
+            member_count: number;
+            created_at: string;
+          };
+        };
+      };
+      400: components['responses']['Error'];
+      401: components['responses']['Error'];
+      403: components['responses']['Error'];
+      404: components['responses']['Error'];
+      409: components['responses']['Error'];
+      429: components['responses']['Error'];
+    };
+  };
+  'delete:/api/departments/{departmentId}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        departmentId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Success */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            id: string;
+            /** @constant */
+            deleted: true;
+            users_unassigned: number;
+          };
+        };
+      };
+      400: components['responses']['Error'];
+      401: components['responses']['Error'];
+      403: components['responses']['Error'];
+      404: components['responses']['Error'];
+      429: components['responses']['Error'];
+    };
+  };
+  'patch:/api/departments/{departmentId}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        departmentId: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          name: string;
+        };
+      };
+    };
+    responses: {
+      /** @description Success */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            id: string;
+            org_id: string;
+            name: string;
+            /** @description Active users in the department */
+            member_count: number;
+            created_at: string;
+          };
+        };
+      };
+      400: components['responses']['Error'];
+      401: components['responses']['Error'];
+      403: components['responses']['Error'];
+      404: components['responses']['Error'];
+      409: components['responses']['Error'];
       429: components['responses']['Error'];
     };
   };

@@ -56,7 +56,7 @@ export const commandView = (c: BotCommandRow): z.infer<typeof CommandView> => ({
  * organization may register and delete (system and platform bots: system_admin only, as for every
  * other management of those bots).
  */
-async function loadCommandBot(
+export async function loadCommandBot(
   stores: Stores,
   actor: Actor,
   botId: string,

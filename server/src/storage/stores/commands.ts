@@ -39,6 +39,14 @@ export class CommandStore {
     return Number(res.numDeletedRows) > 0;
   }
 
+  async update(id: string, patch: Pick<BotCommandRow, 'description' | 'usage_hint'>, now: string) {
+    await this.db
+      .updateTable('bot_commands')
+      .set({ ...patch, updated_at: now })
+      .where('id', '=', id)
+      .execute();
+  }
+
   /**
    * Commands of the active bots usable in an organization (its own bots and platform bots),
    * optionally only those named `command`.

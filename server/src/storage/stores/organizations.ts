@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import type { DepartmentRow, OrganizationRow } from '../schema.js';
 import type { Executor } from './executor.js';
 import { newId, nowIso } from '../../domain/ids.js';
@@ -47,5 +48,48 @@ export class OrganizationStore {
       .where('org_id', '=', orgId)
       .where('name', '=', name)
       .executeTakeFirst();
+  }
+
+  getDepartment(id: string): Promise<DepartmentRow | undefined> {
+    return this.db.selectFrom('departments').selectAll().where('id', '=', id).executeTakeFirst();
+  }
+
+  /** Departments of an organization by name, with how many active users each has. */
+  listDepartments(orgId: string): Promise<(DepartmentRow & { member_count: number | string })[]> {
+    return this.db
+      .selectFrom('departments')
+      .selectAll('departments')
+      .select(
+        sql<
+          number | string
+        >`(select count(*) from users u where u.department_id = departments.id and u.status = 'active')`.as(
+          'member_count',
+        ),
+      )
+      .where('departments.org_id', '=', orgId)
+      .orderBy(sql`lower(departments.name)`)
+      .orderBy('departments.id')
+      .limit(1000)
+      .execute();
+  }
+
+  /** Inserts a department; a second one with the same name in the organization is a unique violation. */
+  async createDepartment(row: DepartmentRow): Promise<void> {
+    await this.db.insertInto('departments').values(row).execute();
+  }
+
+  async renameDepartment(id: string, name: string): Promise<void> {
+    await this.db.updateTable('departments').set({ name }).where('id', '=', id).execute();
+  }
+
+  /** Deletes a department; its users keep working without one. Answers how many users it had. */
+  async deleteDepartment(id: string, now: string): Promise<number> {
+    const res = await this.db
+      .updateTable('users')
+      .set({ department_id: null, updated_at: now })
+      .where('department_id', '=', id)
+      .executeTakeFirst();
+    await this.db.deleteFrom('departments').where('id', '=', id).execute();
+    return Number(res.numUpdatedRows);
   }
 }

@@ -9,6 +9,7 @@ import { sendBotDm } from '../../../operations/dm/bot-dm.js';
 import { FileView, listChannelFiles } from '../../../operations/files/files.js';
 import { hashtagPreview, searchHashtags } from '../../../operations/hashtags/hashtags.js';
 import { searchMentions } from '../../../operations/mentions/mentions.js';
+import { updateBotCommand } from '../../../operations/commands/update-command.js';
 import { deleteMessage, editMessage } from '../../../operations/messages/edit-delete.js';
 import { z } from 'zod';
 import type { Route } from '../types.js';
@@ -57,6 +58,13 @@ export const botApiRoutes: Route[] = [
     method: 'DELETE',
     path: '/api/bots/{botId}/commands/{commandName}',
     op: deleteBotCommand,
+    params: { commandName: 'command' },
+    tags: ['bot commands'],
+  },
+  {
+    method: 'PATCH',
+    path: '/api/bots/{botId}/commands/{commandName}',
+    op: updateBotCommand,
     params: { commandName: 'command' },
     tags: ['bot commands'],
   },

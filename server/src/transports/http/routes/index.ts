@@ -6,6 +6,7 @@ import { botRoutes } from './bots.js';
 import { commandResponseRoutes } from './command-responses.js';
 import { coreRoutes } from './core.js';
 import { deliveryRoutes } from './deliveries.js';
+import { departmentRoutes } from './departments.js';
 import { mcpRoutes } from './mcp.js';
 import { readMarkerRoutes } from './read-markers.js';
 import { taskRoutes } from './tasks.js';
@@ -21,6 +22,7 @@ export function allRoutes(publicUrl: string, mcp: McpEndpoint): Route[] {
     ...taskRoutes,
     ...webhookRoutes,
     ...deliveryRoutes,
+    ...departmentRoutes,
     ...readMarkerRoutes,
     ...mcpRoutes(mcp),
   ];
