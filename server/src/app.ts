@@ -9,6 +9,9 @@ import { EventBus } from './events/bus.js';
 import { OutboxReader } from './events/outbox-reader.js';
 import { Lifecycle } from './runtime/lifecycle.js';
 import { createLogger } from './logging/logger.js';
+import { BotJobHandler } from './scheduler/bot-jobs.js';
+import type { JobHandler } from './scheduler/job.js';
+import { Scheduler } from './scheduler/scheduler.js';
 import { ToolCallRecorder } from './operations/audit/tool-calls.js';
 import { KeyUsageRecorder } from './operations/auth/key-usage.js';
 import { CommandDispatcher } from './operations/commands/dispatch.js';
@@ -29,6 +32,8 @@ export interface RunningApp {
   services: Services;
   /** The WebSocket hub of GET /api/realtime. */
   realtime: RealtimeHub;
+  /** The durable scheduler (docs/SCHEDULER.md). */
+  scheduler: Scheduler;
   /** Base URL the server listens on, e.g. http://127.0.0.1:3000 */
   url: string;
   /** Graceful stop: refuse new connections, finish in-flight requests, drain, flush, close the database. */
@@ -40,7 +45,14 @@ export interface RunningApp {
  * the lifecycle, and starts listening. Shutdown order: stop accepting → finish requests → drain workers
  * → stop services in reverse order (recorders flush) → close storage.
  */
-export async function startApp(config: Config, opts: { logger?: Logger } = {}): Promise<RunningApp> {
+export async function startApp(
+  config: Config,
+  opts: {
+    logger?: Logger;
+    /** Runs due jobs instead of the bots' handler (tests, embedding); default: BotJobHandler. */
+    jobHandler?: (services: Services) => JobHandler;
+  } = {},
+): Promise<RunningApp> {
   const log = opts.logger ?? createLogger(config);
   const storage = new Storage(await openDatabase(config.database));
   const applied = await storage.migrate((msg, data) => log.info(data ?? {}, msg));
@@ -70,6 +82,16 @@ export async function startApp(config: Config, opts: { logger?: Logger } = {}): 
   lifecycle.add(new WebhookDeliveryService(services, outbox));
   const realtime = lifecycle.add(new RealtimeHub(services, new ReaderFeed(outbox)));
   services.commands.usePush(realtime); // ephemeral command replies reach the invoker's live connections
+  // The durable scheduler: due jobs → built-in bots' handlers in process, custom bots' job.due events.
+  const scheduler = lifecycle.add(
+    new Scheduler({
+      storage,
+      log,
+      config: config.scheduler,
+      handler: opts.jobHandler?.(services) ?? new BotJobHandler(services),
+    }),
+  );
+  services.jobs = scheduler; // jobs.schedule wakes it for a job due soon
   await lifecycle.start();
 
   const handler = createHttpHandler(services, allRoutes(config.publicUrl, mcp));
@@ -137,7 +159,7 @@ export async function startApp(config: Config, opts: { logger?: Logger } = {}): 
       log.info('stopped');
     })());
 
-  return { server, services, realtime, url, close };
+  return { server, services, realtime, scheduler, url, close };
 }
 
 /**

@@ -35,6 +35,8 @@ export type TaskAssignedData = EventDataMap['task.assigned'];
 export type ChannelUpdatedData = EventDataMap['channel.updated'];
 export type MemberEventData = EventDataMap['member.joined'];
 export type WebhookTestData = EventDataMap['webhook.test'];
+/** A job the bot scheduled is due (docs/SCHEDULER.md); sent to that bot only. */
+export type JobDueData = EventDataMap['job.due'];
 
 /** The envelope of one event type, with its typed `data`. */
 export type WebhookEvent<T extends EventType = EventType> = Omit<Body<T>, 'data'> & { data: EventDataMap[T] };

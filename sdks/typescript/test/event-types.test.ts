@@ -24,6 +24,7 @@ const sameShape: { [T in Delivered]: Same<EventDataMap[T], ServerData<T>> } = {
   'member.joined': true,
   'member.left': true,
   'command.invoked': true,
+  'job.due': true,
   'webhook.test': true,
 };
 // Both directions: no event type of the SDK is unknown to the server.

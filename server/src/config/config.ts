@@ -29,6 +29,8 @@ const duration = (fallback: string) =>
       return ms;
     });
 
+const sum = (xs: number[]): number => xs.reduce((a, b) => a + b, 0);
+
 const int = (fallback: number, min: number, max: number) =>
   z.coerce.number().int().min(min).max(max).default(fallback);
 
@@ -111,6 +113,38 @@ const envSchema = z.object({
   WORKROOM_BODY_TIMEOUT: duration('15s'),
   WORKROOM_TRUST_PROXY: bool(false),
   WORKROOM_SHUTDOWN_TIMEOUT: duration('10s'),
+  WORKROOM_SCHEDULER_GRACE: duration('6h').refine(
+    (ms) => ms >= 1000 && ms <= 86_400_000,
+    'must be between 1s and 24h (a job re-run after a crash must find its idempotency records, kept 24h)',
+  ),
+  WORKROOM_SCHEDULER_RETRY_DELAYS: z
+    .string()
+    .default('30s,2m,10m')
+    .transform((s, ctx) => {
+      const parts = s.split(',').map((p) => parseDurationMs(p));
+      // Together at most 12h: the steps a job ran before a retry replay from records kept 24h.
+      if (parts.length > 10 || parts.some((p) => p === null) || sum(parts as number[]) > 12 * 3_600_000) {
+        ctx.addIssue({
+          code: 'custom',
+          message: 'must be up to 10 comma-separated durations adding up to at most 12h',
+        });
+        return z.NEVER;
+      }
+      return parts as number[];
+    }),
+  WORKROOM_SCHEDULER_LEASE: duration('60s').refine(
+    (ms) => ms >= 1000 && ms <= 3_600_000,
+    'must be between 1s and 1h',
+  ),
+  WORKROOM_SCHEDULER_JOB_TIMEOUT: duration('5m').refine(
+    (ms) => ms >= 100 && ms <= 3_600_000,
+    'must be between 100ms and 1h',
+  ),
+  WORKROOM_SCHEDULER_POLL: duration('5s').refine(
+    (ms) => ms >= 50 && ms <= 300_000,
+    'must be between 50ms and 5m',
+  ),
+  WORKROOM_SCHEDULER_CONCURRENCY: int(8, 1, 1000),
 });
 
 export interface Config {
@@ -175,6 +209,21 @@ export interface Config {
     trustProxy: boolean;
   };
   shutdownTimeoutMs: number;
+  /** The durable scheduler (docs/SCHEDULER.md). */
+  scheduler: {
+    /** A job found due later than this (the server was down) is not run but failed as missed. */
+    graceMs: number;
+    /** Delays before the 2nd, 3rd… attempt of a job whose handler threw; attempts = delays + 1. */
+    retryDelaysMs: number[];
+    /** How long a claim holds a job; renewed while its handler runs, taken over when it runs out. */
+    leaseMs: number;
+    /** The longest a handler may run; then its attempt fails (and is retried). */
+    jobTimeoutMs: number;
+    /** Safety-net poll (jobs of other instances, missed wake-ups). */
+    pollMs: number;
+    /** Handlers running at once in this instance. */
+    concurrency: number;
+  };
 }
 
 export class ConfigError extends Error {
@@ -255,5 +304,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       trustProxy: e.WORKROOM_TRUST_PROXY,
     },
     shutdownTimeoutMs: e.WORKROOM_SHUTDOWN_TIMEOUT,
+    scheduler: {
+      graceMs: e.WORKROOM_SCHEDULER_GRACE,
+      retryDelaysMs: e.WORKROOM_SCHEDULER_RETRY_DELAYS,
+      leaseMs: e.WORKROOM_SCHEDULER_LEASE,
+      jobTimeoutMs: e.WORKROOM_SCHEDULER_JOB_TIMEOUT,
+      pollMs: e.WORKROOM_SCHEDULER_POLL,
+      concurrency: e.WORKROOM_SCHEDULER_CONCURRENCY,
+    },
   };
 }

@@ -20,6 +20,8 @@ import type { Stores } from '../storage/stores/index.js';
  *  - command.invoked is not fanned out: commands.execute sends it to its bot at once and tells the user
  *    the outcome (operations/commands/dispatch.ts); a second delivery would run the command twice.
  *    resources.changed never leaves the server;
+ *  - job.due (a job the bot scheduled is due, docs/SCHEDULER.md) goes to the bot in `data.bot_id` only,
+ *    without a subscription and without a container;
  *  - a bot does not receive message.* events of its own actions (its own message, edit, deletion): a bot
  *    that answers every message would otherwise answer itself forever;
  *  - loop guard: bot-to-bot ping-pong is cut by a per (bot, container) budget of messages written by
@@ -142,6 +144,11 @@ export class Fanout {
       const candidates = byOrg.get(e.org_id);
       if (!candidates || NOT_FANNED_OUT.has(e.type)) continue;
       const data = parseObject(e.data);
+      if (e.type === 'job.due') {
+        const to = candidates.find((b) => b.id === data.bot_id);
+        if (to) rows.push(directDelivery(e, to.id, now));
+        continue;
+      }
       const subscribed = candidates.filter((b) => b.events.has(e.type));
       if (subscribed.length === 0) continue; // the common case costs no membership lookup
       const container = await containerOf(data, projectOf);
@@ -195,6 +202,29 @@ export class Fanout {
     if (this.#loopWindow.size > 10_000) this.#loopWindow.clear(); // a guard, not a ledger
     return false;
   }
+}
+
+/** A delivery of an event addressed to one bot (job.due). */
+function directDelivery(e: OutboxEvent, botId: string, now: string): DeliveryRow {
+  return {
+    id: newId(),
+    org_id: e.org_id,
+    bot_id: botId,
+    event_id: e.id,
+    event_seq: e.seq,
+    event_position: e.position,
+    event_type: e.type,
+    event_created_at: e.created_at,
+    payload: null,
+    state: 'pending',
+    attempts: 0,
+    next_attempt_at: now,
+    last_attempt_at: null,
+    last_status: null,
+    last_error: null,
+    created_at: now,
+    updated_at: now,
+  };
 }
 
 /** The container an event happened in, from the ids its data carries. */

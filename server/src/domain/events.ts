@@ -143,6 +143,19 @@ export const EVENT_CATALOGUE = {
       })
       .passthrough(),
   },
+  'job.due': {
+    description:
+      'A job the bot scheduled (POST /api/bots/{botId}/jobs) is due (sent to that bot only; docs/SCHEDULER.md)',
+    data: z.object({
+      job_id: id.describe('The job; a repeated delivery of this event carries the same one'),
+      bot_id: id,
+      kind: z.string(),
+      payload: z.record(z.string(), z.unknown()),
+      run_at: ts.describe('When the job was due'),
+      dedupe_key: z.string().nullable(),
+      attempt: z.number().int().describe('The scheduler attempt that fired it (1 unless retried)'),
+    }),
+  },
   'webhook.test': {
     description: 'A test event sent by a bot manager to check the webhook (sent to that bot only)',
     data: z.object({ bot_id: id, requested_by: id.optional(), message: z.string() }).passthrough(),
@@ -179,6 +192,7 @@ export type SubscribableEventType = (typeof SUBSCRIBABLE_EVENT_TYPES)[number];
  */
 export const DIRECTED_EVENT_TYPES = [
   'command.invoked',
+  'job.due',
   'webhook.test',
 ] as const satisfies readonly EventType[];
 

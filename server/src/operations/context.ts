@@ -52,6 +52,16 @@ export interface Services {
   commands: CommandDispatcher;
   /** AES-256 key for secrets that must be read back (webhook signing secrets). */
   encryptionKey: Buffer;
+  /** The scheduler's wake-up (set by app.ts once the scheduler exists). */
+  jobs?: JobWakeup | undefined;
+}
+
+/**
+ * Wakes this process's scheduler when a job was scheduled, so that a job due soon does not wait for
+ * the next poll (scheduler/ implements it; app.ts sets `Services.jobs`).
+ */
+export interface JobWakeup {
+  scheduled(runAt: string): void;
 }
 
 export interface OpContext {

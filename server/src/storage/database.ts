@@ -10,6 +10,7 @@ import * as m0002 from './migrations/0002_search.js';
 import type { Progress } from './migrations/0002_search.js';
 import * as m0004 from './migrations/0004_deliveries.js';
 import * as m0005 from './migrations/0005_bot_platform.js';
+import * as m0006 from './migrations/0006_scheduler.js';
 import { startCheckpointer, type Checkpointer } from './sqlite-checkpointer.js';
 import { useNamedStatements } from './pg-statements.js';
 import { engineDialect, SqliteEngine } from './sqlite-engine.js';
@@ -39,6 +40,7 @@ const MIGRATIONS: Record<string, MigrationUp> = {
   '0002_search': m0002.up,
   '0004_deliveries': m0004.up,
   '0005_bot_platform': m0005.up,
+  '0006_scheduler': m0006.up,
 };
 
 /** Reader workers for long reads (search): two, so that one abandoned read never leaves none. */

@@ -21,7 +21,11 @@ export interface TestServer {
   close(): Promise<void>;
 }
 
-export async function startTestServer(env: Record<string, string> = {}): Promise<TestServer> {
+export async function startTestServer(
+  env: Record<string, string> = {},
+  /** Passed to startApp (e.g. a jobHandler). */
+  appOptions: Parameters<typeof startApp>[1] = {},
+): Promise<TestServer> {
   const dataDir = mkdtempSync(join(tmpdir(), 'workroom-test-'));
   const pgUrl = process.env.DATABASE_URL;
   const schema = pgUrl ? `wr_test_${randomBytes(6).toString('hex')}` : undefined;
@@ -41,7 +45,7 @@ export async function startTestServer(env: Record<string, string> = {}): Promise
   });
   let app: RunningApp;
   try {
-    app = await startApp(config);
+    app = await startApp(config, appOptions);
   } catch (err) {
     // A server that failed to start leaves nothing behind either.
     if (pgUrl && schema) await dropSchema(pgUrl, schema).catch(() => undefined);

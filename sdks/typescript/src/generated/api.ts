@@ -721,6 +721,77 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/api/bots/{botId}/jobs': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** Jobs of the calling bot in run_at order, optionally of one state (bot key of that bot, any scope). Finished jobs are kept 30 days. */
+    get: operations['get:/api/bots/{botId}/jobs'];
+    put?: never;
+    /** Schedule a job of the calling bot (bot key of that bot, any scope). At run_at a custom bot receives a job.due event; dedupe_key makes scheduling idempotent (200 with the existing job). */
+    post: operations['post:/api/bots/{botId}/jobs'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/bots/{botId}/jobs/{jobId}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    post?: never;
+    /** Cancel a pending job of the calling bot (bot key of that bot, any scope); a job already cancelled is answered as it is, a running or finished one is 409 */
+    delete: operations['delete:/api/bots/{botId}/jobs/{jobId}'];
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/bots/{botId}/data': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** Documents of the calling bot’s data whose key starts with prefix, in key order (byte-wise), with their values; next_cursor continues (bot key of that bot, any scope) */
+    get: operations['get:/api/bots/{botId}/data'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/bots/{botId}/data/{key}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** One document of the calling bot’s data (bot key of that bot, any scope); 404 when absent */
+    get: operations['get:/api/bots/{botId}/data/{key}'];
+    /** Store a JSON value (at most 64 KB) under a key of the calling bot’s data. With if_version it is a compare-and-set: the write happens only if the stored version is that one (0: the key must not exist), else 409 conflict. At most 10,000 keys per bot. */
+    put: operations['put:/api/bots/{botId}/data/{key}'];
+    post?: never;
+    /** Delete a key of the calling bot’s data (bot key of that bot, any scope); with if_version only at that version (else 409) */
+    delete: operations['delete:/api/bots/{botId}/data/{key}'];
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/api/commands/responses/{token}': {
     parameters: {
       query?: never;
@@ -1358,6 +1429,26 @@ export interface webhooks {
      * @description Sent to the webhook URL of each bot that receives this event. Verify the signature before parsing: the body `signature` (sha256= HMAC of the body without it), `X-Workroom-Signature` (sha256= HMAC of the raw body) and the Standard Webhooks headers `webhook-id`, `webhook-timestamp`, `webhook-signature`. Answer 2xx within the time-out (5 s); anything else is retried.
      */
     post: operations['webhook:command.invoked'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  'job.due': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * A job the bot scheduled (POST /api/bots/{botId}/jobs) is due (sent to that bot only; docs/SCHEDULER.md)
+     * @description Sent to the webhook URL of each bot that receives this event. Verify the signature before parsing: the body `signature` (sha256= HMAC of the body without it), `X-Workroom-Signature` (sha256= HMAC of the raw body) and the Standard Webhooks headers `webhook-id`, `webhook-timestamp`, `webhook-signature`. Answer 2xx within the time-out (5 s); anything else is retried.
+     */
+    post: operations['webhook:job.due'];
     delete?: never;
     options?: never;
     head?: never;
@@ -4162,6 +4253,359 @@ export interface operations {
       429: components['responses']['Error'];
     };
   };
+  'get:/api/bots/{botId}/jobs': {
+    parameters: {
+      query?: {
+        state?: 'pending' | 'running' | 'done' | 'failed' | 'cancelled';
+        limit?: number;
+        cursor?: string;
+      };
+      header?: never;
+      path: {
+        botId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Success */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            items: {
+              id: string;
+              bot_id: string;
+              kind: string;
+              dedupe_key: string | null;
+              payload: {
+                [key: string]: unknown;
+              };
+              /** @description When the job is (or was last) due; a retry moves it later */
+              run_at: string;
+              /** @enum {string} */
+              state: 'pending' | 'running' | 'done' | 'failed' | 'cancelled';
+              /** @description Attempts started so far */
+              attempts: number;
+              last_error: string | null;
+              created_at: string;
+              updated_at: string;
+              done_at: string | null;
+            }[];
+            next_cursor: string | null;
+          };
+        };
+      };
+      400: components['responses']['Error'];
+      401: components['responses']['Error'];
+      403: components['responses']['Error'];
+      404: components['responses']['Error'];
+      429: components['responses']['Error'];
+    };
+  };
+  'post:/api/bots/{botId}/jobs': {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description A retry with the same key and body answers the first result (Idempotent-Replayed: true) and changes nothing again; another body answers 409. Kept 24 hours. */
+        'Idempotency-Key'?: string;
+      };
+      path: {
+        botId: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description What the job does, for the bot: 1-64 of a-z 0-9 _ . : - */
+          kind: string;
+          /** @description A JSON object of at most 16 KB, handed back when the job runs */
+          payload?: {
+            [key: string]: unknown;
+          };
+          /** @description When to run: ISO 8601 with an offset, at most a year ahead */
+          run_at: string;
+          /** @description At most one job per bot and dedupe_key: scheduling it again answers the existing job */
+          dedupe_key?: string;
+        };
+      };
+    };
+    responses: {
+      /** @description A job with this dedupe_key existed already: it is answered, nothing is scheduled */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            id: string;
+            bot_id: string;
+            kind: string;
+            dedupe_key: string | null;
+            payload: {
+              [key: string]: unknown;
+            };
+            /** @description When the job is (or was last) due; a retry moves it later */
+            run_at: string;
+            /** @enum {string} */
+            state: 'pending' | 'running' | 'done' | 'failed' | 'cancelled';
+            /** @description Attempts started so far */
+            attempts: number;
+            last_error: string | null;
+            created_at: string;
+            updated_at: string;
+            done_at: string | null;
+            /** @description false when a job with this dedupe_key existed already (it is answered) */
+            created: boolean;
+          };
+        };
+      };
+      /** @description Success */
+      201: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            id: string;
+            bot_id: string;
+            kind: string;
+            dedupe_key: string | null;
+            payload: {
+              [key: string]: unknown;
+            };
+            /** @description When the job is (or was last) due; a retry moves it later */
+            run_at: string;
+            /** @enum {string} */
+            state: 'pending' | 'running' | 'done' | 'failed' | 'cancelled';
+            /** @description Attempts started so far */
+            attempts: number;
+            last_error: string | null;
+            created_at: string;
+            updated_at: string;
+            done_at: string | null;
+            /** @description false when a job with this dedupe_key existed already (it is answered) */
+            created: boolean;
+          };
+        };
+      };
+      400: components['responses']['Error'];
+      401: components['responses']['Error'];
+      403: components['responses']['Error'];
+      404: components['responses']['Error'];
+      409: components['responses']['Error'];
+      429: components['responses']['Error'];
+    };
+  };
+  'delete:/api/bots/{botId}/jobs/{jobId}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        botId: string;
+        jobId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Success */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            id: string;
+            bot_id: string;
+            kind: string;
+            dedupe_key: string | null;
+            payload: {
+              [key: string]: unknown;
+            };
+            /** @description When the job is (or was last) due; a retry moves it later */
+            run_at: string;
+            /** @enum {string} */
+            state: 'pending' | 'running' | 'done' | 'failed' | 'cancelled';
+            /** @description Attempts started so far */
+            attempts: number;
+            last_error: string | null;
+            created_at: string;
+            updated_at: string;
+            done_at: string | null;
+          };
+        };
+      };
+      400: components['responses']['Error'];
+      401: components['responses']['Error'];
+      403: components['responses']['Error'];
+      404: components['responses']['Error'];
+      409: components['responses']['Error'];
+      429: components['responses']['Error'];
+    };
+  };
+  'get:/api/bots/{botId}/data': {
+    parameters: {
+      query?: {
+        prefix?: string;
+        limit?: number;
+        cursor?: string;
+      };
+      header?: never;
+      path: {
+        botId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Success */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            items: {
+              key: string;
+              /** @description The stored JSON value */
+              value: unknown;
+              /** @description 1 when created, one more on every write */
+              version: number;
+              created_at: string;
+              updated_at: string;
+            }[];
+            next_cursor: string | null;
+          };
+        };
+      };
+      400: components['responses']['Error'];
+      401: components['responses']['Error'];
+      403: components['responses']['Error'];
+      404: components['responses']['Error'];
+      429: components['responses']['Error'];
+    };
+  };
+  'get:/api/bots/{botId}/data/{key}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        botId: string;
+        key: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Success */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            key: string;
+            /** @description The stored JSON value */
+            value: unknown;
+            /** @description 1 when created, one more on every write */
+            version: number;
+            created_at: string;
+            updated_at: string;
+          };
+        };
+      };
+      400: components['responses']['Error'];
+      401: components['responses']['Error'];
+      403: components['responses']['Error'];
+      404: components['responses']['Error'];
+      429: components['responses']['Error'];
+    };
+  };
+  'put:/api/bots/{botId}/data/{key}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        botId: string;
+        key: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Any JSON value of at most 64 KB */
+          value: unknown;
+          /** @description Write only if the stored version is this one; 0 = only if the key does not exist */
+          if_version?: number;
+        };
+      };
+    };
+    responses: {
+      /** @description Success */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            key: string;
+            /** @description The stored JSON value */
+            value: unknown;
+            /** @description 1 when created, one more on every write */
+            version: number;
+            created_at: string;
+            updated_at: string;
+          };
+        };
+      };
+      400: components['responses']['Error'];
+      401: components['responses']['Error'];
+      403: components['responses']['Error'];
+      404: components['responses']['Error'];
+      409: components['responses']['Error'];
+      429: components['responses']['Error'];
+    };
+  };
+  'delete:/api/bots/{botId}/data/{key}': {
+    parameters: {
+      query?: {
+        if_version?: number;
+      };
+      header?: never;
+      path: {
+        botId: string;
+        key: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Success */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            key: string;
+            /** @constant */
+            deleted: true;
+          };
+        };
+      };
+      400: components['responses']['Error'];
+      401: components['responses']['Error'];
+      403: components['responses']['Error'];
+      404: components['responses']['Error'];
+      409: components['responses']['Error'];
+      429: components['responses']['Error'];
+    };
+  };
   'post:/api/commands/responses/{token}': {
     parameters: {
       query?: never;
@@ -6251,6 +6695,59 @@ export interface operations {
             invoked_at: string;
           } & {
             [key: string]: unknown;
+          };
+          /** @description Unique id of the event (the same on every retry) */
+          event_id: string;
+          /** @description sha256= and the hex HMAC-SHA256 of the body without this member */
+          signature: string;
+        };
+      };
+    };
+    responses: {
+      /** @description Received (any 2xx) */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+    };
+  };
+  'webhook:job.due': {
+    parameters: {
+      query?: never;
+      header: {
+        'webhook-id': string;
+        'webhook-timestamp': string;
+        'webhook-signature': string;
+        'x-workroom-signature': string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @constant */
+          event_type: 'job.due';
+          /** @description When the event happened, ISO 8601 */
+          timestamp: string;
+          /** @description The receiving bot */
+          bot_id: string;
+          data: {
+            /** @description The job; a repeated delivery of this event carries the same one */
+            job_id: string;
+            /** @description UUID */
+            bot_id: string;
+            kind: string;
+            payload: {
+              [key: string]: unknown;
+            };
+            /** @description When the job was due */
+            run_at: string;
+            dedupe_key: string | null;
+            /** @description The scheduler attempt that fired it (1 unless retried) */
+            attempt: number;
           };
           /** @description Unique id of the event (the same on every retry) */
           event_id: string;

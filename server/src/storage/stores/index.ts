@@ -1,5 +1,6 @@
 import type { Executor } from './executor.js';
 import { BookmarkStore } from './bookmarks.js';
+import { BotDataStore } from './bot-data.js';
 import { BotStore } from './bots.js';
 import { CommandStore } from './commands.js';
 import { ContainerStore } from './containers.js';
@@ -12,6 +13,7 @@ import { IncomingTokenStore } from './incoming-tokens.js';
 import { MessageStore } from './messages.js';
 import { NotificationStore } from './notifications.js';
 import { OrganizationStore } from './organizations.js';
+import { ScheduledJobStore } from './scheduled-jobs.js';
 import { ReadMarkerStore } from './read-markers.js';
 import { TaskStore } from './tasks.js';
 import { ToolCallStore } from './tool-calls.js';
@@ -38,6 +40,8 @@ export class Stores {
   #incomingTokens?: IncomingTokenStore;
   #deliveries?: DeliveryStore;
   #notifications?: NotificationStore;
+  #scheduledJobs?: ScheduledJobStore;
+  #botData?: BotDataStore;
   #readMarkers?: ReadMarkerStore;
 
   constructor(readonly db: Executor) {}
@@ -89,6 +93,12 @@ export class Stores {
   }
   get notifications(): NotificationStore {
     return (this.#notifications ??= new NotificationStore(this.db));
+  }
+  get scheduledJobs(): ScheduledJobStore {
+    return (this.#scheduledJobs ??= new ScheduledJobStore(this.db));
+  }
+  get botData(): BotDataStore {
+    return (this.#botData ??= new BotDataStore(this.db));
   }
   get readMarkers(): ReadMarkerStore {
     return (this.#readMarkers ??= new ReadMarkerStore(this.db));

@@ -2,6 +2,7 @@ import { buildOpenApi } from '../openapi.js';
 import type { McpEndpoint } from '../../mcp/http.js';
 import type { Route } from '../types.js';
 import { botApiRoutes } from './bot-api.js';
+import { botPlatformRoutes } from './bot-platform.js';
 import { botRoutes } from './bots.js';
 import { commandResponseRoutes } from './command-responses.js';
 import { coreRoutes } from './core.js';
@@ -18,6 +19,7 @@ export function allRoutes(publicUrl: string, mcp: McpEndpoint): Route[] {
     ...coreRoutes,
     ...botRoutes,
     ...botApiRoutes,
+    ...botPlatformRoutes,
     ...commandResponseRoutes,
     ...taskRoutes,
     ...webhookRoutes,
