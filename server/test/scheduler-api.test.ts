@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BotJobHandler } from '../src/scheduler/bot-jobs.js';
 import type { ScheduledJob } from '../src/scheduler/job.js';
+import { Scheduler } from '../src/scheduler/scheduler.js';
 import { expectStatus, type Api } from './helpers/client.js';
 import { Receiver } from './helpers/receiver.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
@@ -342,6 +343,38 @@ describe('bot jobs and bot data (REST)', () => {
       // Freeing one makes room again.
       expectStatus(await b.api.delete(`${jobs(b.id)}/00000000-0000-7000-8000-000000000000`), 200);
       expectStatus(await b.api.post(jobs(b.id), { kind: 'k', run_at: inMs(60_000) }), 201);
+    });
+
+    it('three scheduler loops on one database never run one job twice', async () => {
+      const record = { run: async (j: ScheduledJob) => void runs.push({ ...j, at: Date.now() }) };
+      const extra = [1, 2].map(
+        () =>
+          new Scheduler({
+            storage: srv.app.services.storage,
+            log: srv.app.services.log,
+            config: srv.app.services.config.scheduler,
+            handler: record,
+          }),
+      );
+      for (const s of extra) s.start();
+      try {
+        const b = await w.bot(member.api);
+        const runAt = inMs(600);
+        const ids = new Set<string>();
+        for (let i = 0; i < 150; i += 15) {
+          const batch = await Promise.all(
+            Array.from({ length: 15 }, () => b.api.post(jobs(b.id), { kind: 'test.many', run_at: runAt })),
+          );
+          for (const r of batch) ids.add(expectStatus(r, 201).id as string);
+        }
+        const mine = () => runs.filter((r) => ids.has(r.id));
+        await expect.poll(() => mine().length, { timeout: 15_000 }).toBeGreaterThanOrEqual(150);
+        await sleep(500);
+        expect(mine()).toHaveLength(150);
+        expect(new Set(mine().map((r) => r.id)).size).toBe(150);
+      } finally {
+        await Promise.all(extra.map((s) => s.drain(Date.now() + 2000)));
+      }
     });
 
     it("a custom bot's due job is a job.due event at its webhook, once", async () => {
