@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig } from '../src/config/config.js';
 import { BotJobHandler } from '../src/scheduler/bot-jobs.js';
 import type { ScheduledJob } from '../src/scheduler/job.js';
 import { Scheduler } from '../src/scheduler/scheduler.js';
@@ -635,4 +636,43 @@ describe('bot jobs and bot data (REST)', () => {
   async function orgOf(b: BotHandle): Promise<string> {
     return expectStatus(await member.api.get(`/api/bots/${b.id}`), 200).org_id as string;
   }
+});
+
+describe('scheduler configuration', () => {
+  it('has defaults and refuses values out of range, naming the variable', () => {
+    expect(loadConfig({}).scheduler).toEqual({
+      graceMs: 6 * 3_600_000,
+      retryDelaysMs: [30_000, 120_000, 600_000],
+      leaseMs: 60_000,
+      jobTimeoutMs: 300_000,
+      pollMs: 5000,
+      concurrency: 8,
+    });
+    const bad: Record<string, string>[] = [
+      { WORKROOM_SCHEDULER_GRACE: '25h' },
+      { WORKROOM_SCHEDULER_GRACE: 'soon' },
+      { WORKROOM_SCHEDULER_RETRY_DELAYS: '7h,6h' },
+      { WORKROOM_SCHEDULER_RETRY_DELAYS: '1s,x' },
+      { WORKROOM_SCHEDULER_RETRY_DELAYS: Array(11).fill('1s').join(',') },
+      { WORKROOM_SCHEDULER_LEASE: '500ms' },
+      { WORKROOM_SCHEDULER_JOB_TIMEOUT: '2h' },
+      { WORKROOM_SCHEDULER_POLL: '10ms' },
+      { WORKROOM_SCHEDULER_CONCURRENCY: '0' },
+    ];
+    for (const env of bad) {
+      const name = Object.keys(env)[0]!;
+      expect(() => loadConfig(env), name).toThrow(ConfigError);
+      try {
+        loadConfig(env);
+      } catch (e) {
+        expect((e as ConfigError).problems.join(' ')).toContain(name);
+      }
+    }
+    expect(
+      loadConfig({ WORKROOM_SCHEDULER_RETRY_DELAYS: '6h,6h', WORKROOM_SCHEDULER_GRACE: '24h' }).scheduler,
+    ).toMatchObject({
+      retryDelaysMs: [21_600_000, 21_600_000],
+      graceMs: 86_400_000,
+    });
+  });
 });
