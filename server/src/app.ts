@@ -4,6 +4,8 @@ import type { Logger } from 'pino';
 import { loadEncryptionKey, bootstrapIfEmpty } from './bootstrap.js';
 import type { Config } from './config/config.js';
 import { TokenBucketLimiter } from './domain/token-bucket.js';
+import { BUILTIN_BOTS } from './bots/registry.js';
+import { BuiltinBotRuntime } from './bots/runtime.js';
 import { WebhookDeliveryService } from './delivery/deliveries.js';
 import { EventBus } from './events/bus.js';
 import { OutboxReader } from './events/outbox-reader.js';
@@ -14,6 +16,7 @@ import type { JobHandler } from './scheduler/job.js';
 import { Scheduler } from './scheduler/scheduler.js';
 import { ToolCallRecorder } from './operations/audit/tool-calls.js';
 import { KeyUsageRecorder } from './operations/auth/key-usage.js';
+import { BuiltinCatalogue } from './operations/bots/builtins.js';
 import { CommandDispatcher } from './operations/commands/dispatch.js';
 import { LoginGuard } from './operations/auth/login-guard.js';
 import type { Services } from './operations/context.js';
@@ -73,8 +76,13 @@ export async function startApp(
     blobs: new BlobStore(config.dataDir),
     commands: new CommandDispatcher(config, encryptionKey),
     encryptionKey,
+    builtins: new BuiltinCatalogue(BUILTIN_BOTS),
   };
   lifecycle.add(new IdempotencyPurger(services));
+  // Built-in bots (bots/, docs/BUILTIN-BOTS.md): installed in every organization at start; their
+  // commands run in process (the dispatcher hands them over), and so do their scheduled jobs.
+  const builtinBots = lifecycle.add(new BuiltinBotRuntime(services, BUILTIN_BOTS));
+  services.commands.useInProcess(builtinBots);
   const mcp = new McpEndpoint(services);
   if (mcp.sessions) lifecycle.add(mcp.sessions);
   // The ordered outbox stream (events/outbox-reader.ts) and the webhook fan-out + worker that consume it.
@@ -88,7 +96,7 @@ export async function startApp(
       storage,
       log,
       config: config.scheduler,
-      handler: opts.jobHandler?.(services) ?? new BotJobHandler(services),
+      handler: opts.jobHandler?.(services) ?? new BotJobHandler(services, builtinBots.jobs),
     }),
   );
   services.jobs = scheduler; // jobs.schedule wakes it for a job due soon

@@ -7,6 +7,7 @@ import type { TokenBucketLimiter } from '../domain/token-bucket.js';
 import type { BlobStore } from '../storage/blobs.js';
 import type { ToolCallRecorder } from './audit/tool-calls.js';
 import type { KeyUsageRecorder } from './auth/key-usage.js';
+import type { BuiltinCatalogue } from './bots/builtins.js';
 import type { CommandDispatcher } from './commands/dispatch.js';
 import type { LoginGuard } from './auth/login-guard.js';
 import type { IdempotencyClaim } from './idempotency.js';
@@ -54,6 +55,8 @@ export interface Services {
   encryptionKey: Buffer;
   /** The scheduler's wake-up (set by app.ts once the scheduler exists). */
   jobs?: JobWakeup | undefined;
+  /** The built-in bots' catalogue (bots/registry.ts, handed over by app.ts): installed in every organization. */
+  builtins: BuiltinCatalogue;
 }
 
 /**

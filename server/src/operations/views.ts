@@ -181,6 +181,10 @@ export const BotView = z.object({
   webhook_url: z.string().nullable(),
   events: z.array(z.string()),
   status: z.enum(['active', 'disabled']),
+  builtin: z
+    .string()
+    .nullable()
+    .describe('The built-in bot this is (search, tasks, …; one per organization), null for other bots'),
   created_by: z.string().nullable(),
   created_at: ts,
   updated_at: ts,
@@ -196,6 +200,7 @@ export const botView = (b: BotRow): BotView => ({
   webhook_url: b.webhook_url,
   events: JSON.parse(b.events) as string[],
   status: b.status,
+  builtin: b.builtin,
   created_by: b.created_by,
   created_at: b.created_at,
   updated_at: b.updated_at,

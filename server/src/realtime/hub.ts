@@ -97,6 +97,11 @@ export class RealtimeHub {
     return n;
   }
 
+  /** Whether the user has a live connection to this instance (@here: who is online). */
+  isConnected(userId: string): boolean {
+    return (this.#byUser.get(userId)?.size ?? 0) > 0;
+  }
+
   /**
    * Refuses new connections and closes the open ones (1001). Called before the HTTP server's close is
    * awaited: an upgraded socket would otherwise keep it open until the client leaves.

@@ -327,7 +327,7 @@ export interface paths {
     /** DM rooms you are part of */
     get: operations['get:/api/dm-rooms'];
     put?: never;
-    /** Open (or reuse) a DM room with the given users of your organization */
+    /** Open (or reuse) a DM room with the given users of your organization, and bots (e.g. the built-in search bot) */
     post: operations['post:/api/dm-rooms'];
     delete?: never;
     options?: never;
@@ -476,6 +476,40 @@ export interface paths {
     options?: never;
     head?: never;
     patch?: never;
+    trace?: never;
+  };
+  '/api/builtin-bots': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** The built-in (system and platform) bots of this server and whether each is enabled (system_admin) */
+    get: operations['get:/api/builtin-bots'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/builtin-bots/{key}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    /** Enable or disable a built-in bot in every organization (system_admin). Disabled: its commands answer an error, it receives no events and runs no schedules. */
+    patch: operations['patch:/api/builtin-bots/{key}'];
     trace?: never;
   };
   '/api/bots/{botId}/webhook-secret': {
@@ -2555,10 +2589,16 @@ export interface operations {
       path?: never;
       cookie?: never;
     };
-    requestBody: {
+    requestBody?: {
       content: {
         'application/json': {
-          user_ids: string[];
+          /** @default [] */
+          user_ids?: string[];
+          /**
+           * @description Active bots of your organization to talk to in the room
+           * @default []
+           */
+          bot_ids?: string[];
         };
       };
     };
@@ -2980,6 +3020,8 @@ export interface operations {
               events: string[];
               /** @enum {string} */
               status: 'active' | 'disabled';
+              /** @description The built-in bot this is (search, tasks, …; one per organization), null for other bots */
+              builtin: string | null;
               created_by: string | null;
               /** @description ISO-8601 UTC timestamp */
               created_at: string;
@@ -3047,6 +3089,8 @@ export interface operations {
             events: string[];
             /** @enum {string} */
             status: 'active' | 'disabled';
+            /** @description The built-in bot this is (search, tasks, …; one per organization), null for other bots */
+            builtin: string | null;
             created_by: string | null;
             /** @description ISO-8601 UTC timestamp */
             created_at: string;
@@ -3091,6 +3135,8 @@ export interface operations {
             events: string[];
             /** @enum {string} */
             status: 'active' | 'disabled';
+            /** @description The built-in bot this is (search, tasks, …; one per organization), null for other bots */
+            builtin: string | null;
             created_by: string | null;
             /** @description ISO-8601 UTC timestamp */
             created_at: string;
@@ -3186,6 +3232,8 @@ export interface operations {
             events: string[];
             /** @enum {string} */
             status: 'active' | 'disabled';
+            /** @description The built-in bot this is (search, tasks, …; one per organization), null for other bots */
+            builtin: string | null;
             created_by: string | null;
             /** @description ISO-8601 UTC timestamp */
             created_at: string;
@@ -3351,6 +3399,119 @@ export interface operations {
             revoked_at: string | null;
             /** @enum {string} */
             state: 'active' | 'revoked' | 'expired';
+          };
+        };
+      };
+      400: components['responses']['Error'];
+      401: components['responses']['Error'];
+      403: components['responses']['Error'];
+      404: components['responses']['Error'];
+      429: components['responses']['Error'];
+    };
+  };
+  'get:/api/builtin-bots': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Success */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            items: {
+              key: string;
+              /** @enum {string} */
+              type: 'system' | 'platform';
+              name: string;
+              description: string;
+              /** @description Delivered where the bot is a member */
+              events: string[];
+              /** @description Delivered from anywhere in its organization */
+              org_events: string[];
+              commands: {
+                command: string;
+                description: string;
+                usage_hint: string;
+              }[];
+              /**
+               * @description active or disabled in every organization, or mixed (switched per organization)
+               * @enum {string}
+               */
+              status: 'active' | 'disabled' | 'mixed';
+              /** @description How many organizations have it active and disabled */
+              organizations: {
+                active: number;
+                disabled: number;
+              };
+            }[];
+          };
+        };
+      };
+      400: components['responses']['Error'];
+      401: components['responses']['Error'];
+      403: components['responses']['Error'];
+      404: components['responses']['Error'];
+      429: components['responses']['Error'];
+    };
+  };
+  'patch:/api/builtin-bots/{key}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        key: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @enum {string} */
+          status: 'active' | 'disabled';
+        };
+      };
+    };
+    responses: {
+      /** @description Success */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            key: string;
+            /** @enum {string} */
+            type: 'system' | 'platform';
+            name: string;
+            description: string;
+            /** @description Delivered where the bot is a member */
+            events: string[];
+            /** @description Delivered from anywhere in its organization */
+            org_events: string[];
+            commands: {
+              command: string;
+              description: string;
+              usage_hint: string;
+            }[];
+            /**
+             * @description active or disabled in every organization, or mixed (switched per organization)
+             * @enum {string}
+             */
+            status: 'active' | 'disabled' | 'mixed';
+            /** @description How many organizations have it active and disabled */
+            organizations: {
+              active: number;
+              disabled: number;
+            };
+            /** @description Organizations whose row changed */
+            changed: number;
           };
         };
       };

@@ -24,10 +24,17 @@ export function canManageBot(actor: Actor, bot: BotRow): boolean {
   return bot.org_id === actor.orgId && (bot.created_by === actor.userId || isOrgAdmin(actor, bot.org_id));
 }
 
-/** A bot the actor can see: its organization's bots and platform bots. */
+/**
+ * A platform bot registered through the API is published to every organization (one row serves all).
+ * A built-in platform bot (bots/) has one row per organization instead, seen only in its own.
+ */
+export const isPublishedToAllOrgs = (bot: Pick<BotRow, 'type' | 'builtin'>): boolean =>
+  bot.type === 'platform' && bot.builtin === null;
+
+/** A bot the actor can see: its organization's bots and platform bots published to all. */
 export async function loadVisibleBot(stores: Stores, actor: Actor, botId: string): Promise<BotRow> {
   const bot = await stores.bots.get(botId);
-  if (!bot || (!inOrg(actor, bot.org_id) && bot.type !== 'platform')) throw notFound('Bot');
+  if (!bot || (!inOrg(actor, bot.org_id) && !isPublishedToAllOrgs(bot))) throw notFound('Bot');
   return bot;
 }
 
@@ -37,6 +44,19 @@ export async function loadManagedBot(stores: Stores, actor: Actor, botId: string
   if (!canManageBot(actor, bot))
     throw new AppError('forbidden', `You cannot manage the ${bot.type} bot ${bot.name}`);
   return bot;
+}
+
+/**
+ * A built-in bot runs inside the server (bots/): it has no webhook, no API keys, no incoming-webhook
+ * token, and its events and commands are defined in its code.
+ */
+export function assertNotBuiltin(bot: BotRow, what: string): void {
+  if (bot.builtin !== null) {
+    throw new AppError(
+      'forbidden',
+      `${bot.name} is a built-in bot running inside the server: it has no ${what}`,
+    );
+  }
 }
 
 /** Non-managers do not see where a bot's webhooks go. */
@@ -146,6 +166,15 @@ export const updateBot = defineOperation({
   async run(ctx, input) {
     return write(ctx.services, async ({ stores, now }) => {
       const bot = await loadManagedBot(stores, ctx.actor, input.bot_id);
+      if (bot.builtin !== null && input.webhook_url !== undefined) {
+        throw invalid(
+          'webhook_url',
+          `${bot.name} is a built-in bot running inside the server: it has no webhook`,
+        );
+      }
+      if (bot.builtin !== null && input.events !== undefined) {
+        throw invalid('events', `the events of the built-in bot ${bot.name} are defined in its code`);
+      }
       assertWebhookUrlAllowed(ctx.services.config, input.webhook_url);
       await stores.bots.update(
         bot.id,
@@ -172,6 +201,12 @@ export const deleteBot = defineOperation({
   async run(ctx, input) {
     return write(ctx.services, async ({ stores, now }) => {
       const bot = await loadManagedBot(stores, ctx.actor, input.bot_id);
+      if (bot.builtin !== null) {
+        throw new AppError(
+          'forbidden',
+          `${bot.name} is a built-in bot and cannot be deleted; disable it instead (PATCH /api/builtin-bots/${bot.builtin} for every organization, or PATCH /api/bots/${bot.id} with status "disabled" for this one)`,
+        );
+      }
       await stores.bots.softDelete(bot.id, now);
       return { bot_id: bot.id, deleted: true as const };
     });

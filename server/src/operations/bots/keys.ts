@@ -15,7 +15,7 @@ import { defineOperation } from '../operation.js';
 import { uuid } from '../schemas.js';
 import { ApiKeyView, apiKeyView, listOf } from '../views.js';
 import { write } from '../write.js';
-import { loadManagedBot } from './bots.js';
+import { assertNotBuiltin, loadManagedBot } from './bots.js';
 import type { Services } from '../context.js';
 
 export const issueApiKey = defineOperation({
@@ -38,6 +38,7 @@ export const issueApiKey = defineOperation({
   async run(ctx, input) {
     return write(ctx.services, async ({ stores, now }) => {
       const bot = await loadManagedBot(stores, ctx.actor, input.bot_id);
+      assertNotBuiltin(bot, 'API keys');
       const key = generateBotKey(bot.id, input.key_type);
       const scopes = input.scopes && input.scopes.length > 0 ? [...new Set(input.scopes)] : null;
       const row = {
@@ -104,6 +105,7 @@ export const createWebhookSecret = defineOperation({
   async run(ctx, input) {
     return write(ctx.services, async ({ stores, now }) => {
       const bot = await loadManagedBot(stores, ctx.actor, input.bot_id);
+      assertNotBuiltin(bot, 'webhook signing secret');
       const secret = generateWebhookSecret();
       await stores.bots.putWebhookSecret(bot.id, encryptSecret(secret, ctx.services.encryptionKey), now);
       return { bot_id: bot.id, secret, created_at: now };

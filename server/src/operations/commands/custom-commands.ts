@@ -75,6 +75,9 @@ export async function loadCommandBot(
   }
   const bot = await loadVisibleBot(stores, actor, botId);
   if (access === 'read') return bot;
+  if (bot.builtin !== null) {
+    throw new AppError('forbidden', `The commands of the built-in bot ${bot.name} are defined in its code`);
+  }
   if (isSystemAdmin(actor)) return bot;
   const admin = actor.role === 'org_admin' || actor.role === 'dept_admin';
   if (!admin || bot.org_id !== actor.orgId) {

@@ -23,6 +23,8 @@ import { ResponseTokens, type Invocation, type ResponseGrant } from './response-
 /** Pushes a message to one user's live connections (realtime/hub.ts); how many received it. */
 export interface UserPush {
   pushToUser(userId: string, message: Record<string, unknown>): number;
+  /** Whether the user has a live connection to this instance. */
+  isConnected?(userId: string): boolean;
 }
 
 export const MAX_RESPONSES = 5;
@@ -53,11 +55,37 @@ export const ReplyView = z.object({
 });
 export type ReplyView = z.infer<typeof ReplyView>;
 
+/** A built-in bot's command as its code receives it (the command.invoked event's data, typed). */
+export interface BuiltinCommand {
+  invocation_id: string;
+  command: string;
+  args: string;
+  text: string;
+  bot_id: string;
+  org_id: string;
+  user_id: string;
+  channel_id: string | null;
+  topic_id: string | null;
+  dm_room_id: string | null;
+  invoked_at: string;
+}
+
+/**
+ * Runs the commands of built-in bots in this process instead of POSTing them (their rows have
+ * `builtin` set and no webhook). `bots/` implements it and app.ts hands it to the dispatcher, as
+ * operations must not import bots. The answer is used exactly like a webhook's JSON answer.
+ */
+export interface InProcessCommandHandler {
+  /** The reply of the built-in bot `builtin` (null: none). Throwing counts as a failed delivery. */
+  run(builtin: string, command: BuiltinCommand): Promise<unknown>;
+}
+
 /** The long-lived part: the outbound client (keep-alive pools), token keys, the live push and use counts. */
 export class CommandDispatcher {
   readonly tokens: ResponseTokens;
   readonly #client: OutboundClient;
   #push: UserPush = { pushToUser: () => 0 };
+  #inProcess: InProcessCommandHandler | undefined;
   readonly #uses = new Map<string, { count: number; expiresAt: number }>();
 
   constructor(
@@ -76,6 +104,20 @@ export class CommandDispatcher {
   /** The realtime hub, once it exists (it is built after the services it uses). */
   usePush(push: UserPush): void {
     this.#push = push;
+  }
+
+  /** Whether the user is online: has a live connection to this instance (built-in bots' @here). */
+  isOnline(userId: string): boolean {
+    return this.#push.isConnected?.(userId) ?? false;
+  }
+
+  /** The built-in bots' command runner (bots/runtime.ts), wired by app.ts. */
+  useInProcess(handler: InProcessCommandHandler): void {
+    this.#inProcess = handler;
+  }
+
+  get inProcess(): InProcessCommandHandler | undefined {
+    return this.#inProcess;
   }
 
   pushToUser(userId: string, message: Record<string, unknown>): number {
@@ -126,6 +168,7 @@ export async function dispatchInvocation(
     reply_error: null,
   });
   const bot = await services.storage.stores.bots.get(inv.botId);
+  if (bot?.builtin) return dispatchInProcess(services, inv, bot.builtin, data, invokedAt);
   if (!bot?.webhook_url) {
     return none('no_webhook', 'The bot has no webhook URL: the command was recorded (command.invoked) only');
   }
@@ -186,6 +229,69 @@ export async function dispatchInvocation(
   if (parsed === null) return { delivery, reply: null, reply_error: null };
   try {
     return { delivery, reply: await postReply(services, inv, parsed), reply_error: null };
+  } catch (err) {
+    if (!isAppError(err)) throw err;
+    return { delivery, reply: null, reply_error: `The bot's reply was not posted: ${err.message}` };
+  }
+}
+
+/**
+ * A built-in bot's command: run by its code in this process (no HTTP, no signature); its answer is a
+ * reply exactly as a webhook's JSON answer would be (posted as the bot, or ephemeral).
+ */
+async function dispatchInProcess(
+  services: Services,
+  inv: Invocation,
+  builtin: string,
+  data: Record<string, unknown>,
+  invokedAt: string,
+): Promise<DispatchResult> {
+  const handler = services.commands.inProcess;
+  const failed = (message: string, durationMs: number | null): DispatchResult => ({
+    delivery: { status: 'failed', http_status: null, duration_ms: durationMs, message },
+    reply: null,
+    reply_error: null,
+  });
+  if (!handler) return failed('The built-in bots are not running in this server', null);
+  const t0 = performance.now();
+  let answer: unknown;
+  try {
+    answer = await handler.run(builtin, {
+      invocation_id: inv.invocationId,
+      command: inv.command,
+      args: typeof data.args === 'string' ? data.args : '',
+      text: typeof data.text === 'string' ? data.text : `/${inv.command}`,
+      bot_id: inv.botId,
+      org_id: inv.orgId,
+      user_id: inv.userId,
+      channel_id: inv.channelId,
+      topic_id: inv.topicId,
+      dm_room_id: inv.dmRoomId,
+      invoked_at: invokedAt,
+    });
+  } catch (err) {
+    services.log.error({ err, builtin, invocation: inv.invocationId }, 'commands: a built-in bot failed');
+    const why = isAppError(err) ? err.message : 'internal error';
+    return failed(`The built-in bot failed: ${why}`, Math.round(performance.now() - t0));
+  }
+  const delivery = {
+    status: 'delivered' as const,
+    http_status: null,
+    duration_ms: Math.round(performance.now() - t0),
+    message: 'The built-in bot handled the command',
+  };
+  if (answer === null || answer === undefined) return { delivery, reply: null, reply_error: null };
+  const r = CommandReply.safeParse(answer);
+  if (!r.success) {
+    const issue = r.error.issues[0]!;
+    return {
+      delivery,
+      reply: null,
+      reply_error: `The bot's reply is invalid: ${issue.path.join('.')}: ${issue.message}`,
+    };
+  }
+  try {
+    return { delivery, reply: await postReply(services, inv, r.data), reply_error: null };
   } catch (err) {
     if (!isAppError(err)) throw err;
     return { delivery, reply: null, reply_error: `The bot's reply was not posted: ${err.message}` };

@@ -4,8 +4,12 @@ import type { EventData } from '../../domain/events.js';
 import { newId } from '../../domain/ids.js';
 import { LIMITS } from '../../domain/limits.js';
 import type { CommandWithBot } from '../../storage/stores/commands.js';
+import type { ContainerRef } from '../../storage/stores/messages.js';
 import { loadContainer } from '../access.js';
-import { defineOperation } from '../operation.js';
+import type { OpContext } from '../context.js';
+import { addChannelMember } from '../containers/channels.js';
+import { addProjectMember } from '../containers/projects.js';
+import { defineOperation, runOperation } from '../operation.js';
 import { containerFields, uuid } from '../schemas.js';
 import { listOf } from '../views.js';
 import { write } from '../write.js';
@@ -163,6 +167,13 @@ export const executeSlashCommand = defineOperation({
     let candidates = await stores.commands.listAvailable(actor.orgId, name);
     if (input.bot_id) candidates = candidates.filter((x) => x.bot_id === input.bot_id);
     if (candidates.length === 0) {
+      const disabled = await stores.commands.listDisabledBuiltin(actor.orgId, name);
+      if (disabled.length > 0) {
+        throw new AppError(
+          'forbidden',
+          `/${name} is unavailable: the built-in bot ${disabled[0]!.bot_name} is disabled by the system administrator`,
+        );
+      }
       throw new AppError('not_found', `Unknown command /${name}; /help lists the available commands`);
     }
     if (candidates.length > 1) {
@@ -171,6 +182,11 @@ export const executeSlashCommand = defineOperation({
       );
     }
     const cmd = candidates[0]!;
+    // Built-in bots (docs/BUILTIN-BOTS.md): a system bot answers anywhere without being a member (it
+    // acts as the invoking user and answers only them); a platform bot joins the channel or project
+    // where its command is used, if the invoking user may add members there.
+    const builtin = cmd.bot_builtin === null ? null : cmd.bot_type === 'system' ? 'system' : 'platform';
+    if (c && builtin === 'platform') await joinPlatformBot(ctx, c, cmd.bot_id);
     const inv: Invocation = {
       invocationId: newId(),
       orgId: actor.orgId,
@@ -184,7 +200,7 @@ export const executeSlashCommand = defineOperation({
     const grant = ctx.services.commands.tokens.issue(inv);
     let data: EventData<'command.invoked'> | undefined;
     const recorded = await write(ctx, async ({ stores: tx, now, emit }) => {
-      if (c) {
+      if (c && builtin !== 'system') {
         const kind = c.kind === 'topic' ? 'project' : c.kind;
         const parent = c.kind === 'topic' ? (await tx.containers.getTopic(c.id))!.project_id : c.id;
         if (!(await tx.containers.isMember(kind, parent, { type: 'bot', id: cmd.bot_id }))) {
@@ -225,3 +241,21 @@ export const executeSlashCommand = defineOperation({
     return { ...recorded, ...(await dispatchInvocation(ctx.services, inv, sent, sent.invoked_at)) };
   },
 });
+
+/**
+ * Adds a built-in platform bot to the channel (or the topic's project) where its command is used, as
+ * the invoking user, through the membership operations: so exactly when that user may add members
+ * there. In a DM room nobody can add it, so the command is refused as for any bot that is not there.
+ */
+async function joinPlatformBot(ctx: OpContext, c: ContainerRef, botId: string): Promise<void> {
+  const stores = ctx.services.storage.stores;
+  if (c.kind === 'channel') {
+    if (await stores.containers.isMember('channel', c.id, { type: 'bot', id: botId })) return;
+    await runOperation(addChannelMember, ctx, { channel_id: c.id, bot_id: botId });
+  } else if (c.kind === 'topic') {
+    const topic = await stores.containers.getTopic(c.id);
+    if (!topic) return;
+    if (await stores.containers.isMember('project', topic.project_id, { type: 'bot', id: botId })) return;
+    await runOperation(addProjectMember, ctx, { project_id: topic.project_id, bot_id: botId });
+  }
+}

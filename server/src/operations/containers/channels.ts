@@ -6,6 +6,7 @@ import type { MemberRef } from '../../storage/stores/containers.js';
 import type { Stores } from '../../storage/stores/index.js';
 import { actorRef, type OpContext } from '../context.js';
 import { isOrgAdmin, loadChannel } from '../access.js';
+import { isPublishedToAllOrgs } from '../bots/bots.js';
 import { defineOperation } from '../operation.js';
 import { description, name, uuid } from '../schemas.js';
 import { ChannelView, channelView, listOf } from '../views.js';
@@ -136,8 +137,14 @@ export async function resolveMember(
     return { type: 'user', id: u.id };
   }
   const b = await stores.bots.get(v.bot_id!);
-  if (!b || (b.org_id !== orgId && b.type !== 'platform')) throw notFound('Bot');
+  if (!b || (b.org_id !== orgId && !isPublishedToAllOrgs(b))) throw notFound('Bot');
   return { type: 'bot', id: b.id };
+}
+
+/** Whether the member is a built-in bot (bots/), which any member of a container may remove. */
+export async function isBuiltinBot(stores: Stores, member: MemberRef): Promise<boolean> {
+  if (member.type !== 'bot') return false;
+  return ((await stores.bots.get(member.id))?.builtin ?? null) !== null;
 }
 
 export const MembershipResult = z.object({
@@ -190,7 +197,11 @@ export const removeChannelMember = defineOperation({
       const member = await resolveMember(stores, ch.org_id, input);
       const self = member.type === 'user' && member.id === actorRef(ctx.actor).id;
       const ch_creator = ch.created_by === actorRef(ctx.actor).id;
-      if (!self && !ch_creator && !isOrgAdmin(ctx.actor, ch.org_id)) {
+      // A built-in platform bot joined where its command was used: any member may send it away.
+      const builtinBot =
+        (await isBuiltinBot(stores, member)) &&
+        (await stores.containers.isMember('channel', ch.id, actorRef(ctx.actor)));
+      if (!self && !ch_creator && !builtinBot && !isOrgAdmin(ctx.actor, ch.org_id)) {
         throw new AppError('forbidden', 'Only the channel creator or an org admin removes other members');
       }
       const removed = await stores.containers.removeMember('channel', ch.id, member);

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { AppError, notFound } from '../../domain/errors.js';
 import { newId } from '../../domain/ids.js';
 import { dmMemberKey, type MemberRef } from '../../storage/stores/containers.js';
 import { actorRef, type Actor } from '../context.js';
@@ -27,10 +28,21 @@ export async function findOrCreateDmRoom(tx: WriteTx, orgId: string, members: Me
 
 export const createDmRoom = defineOperation({
   name: 'dm_rooms.create',
-  summary: 'Open (or reuse) a DM room with the given users of your organization',
-  input: z.strictObject({
-    user_ids: z.array(uuid('user')).min(1, 'must name at least one user').max(50),
-  }),
+  summary:
+    'Open (or reuse) a DM room with the given users of your organization, and bots (e.g. the built-in search bot)',
+  input: z
+    .strictObject({
+      user_ids: z.array(uuid('user')).max(50).default([]),
+      bot_ids: z
+        .array(uuid('bot'))
+        .max(5)
+        .default([])
+        .describe('Active bots of your organization to talk to in the room'),
+    })
+    .refine((v) => v.user_ids.length + v.bot_ids.length > 0, {
+      message: 'must name at least one user or bot',
+      path: ['user_ids'],
+    }),
   output: DmRoomView,
   actors: ['user'],
   async run(ctx, input) {
@@ -38,6 +50,12 @@ export const createDmRoom = defineOperation({
       const members: MemberRef[] = [actorRef(ctx.actor)];
       for (const id of input.user_ids)
         members.push(await resolveMember(tx.stores, ctx.actor.orgId, { user_id: id }));
+      for (const id of input.bot_ids) {
+        const bot = await tx.stores.bots.get(id);
+        if (!bot || bot.org_id !== ctx.actor.orgId) throw notFound('Bot');
+        if (bot.status !== 'active') throw new AppError('forbidden', `The bot ${bot.name} is disabled`);
+        members.push({ type: 'bot', id: bot.id });
+      }
       return dmRoomView(await findOrCreateDmRoom(tx, ctx.actor.orgId, members));
     });
   },

@@ -7,7 +7,14 @@ import { defineOperation } from '../operation.js';
 import { description, name, uuid } from '../schemas.js';
 import { listOf, ProjectView, projectView, TopicView, topicView } from '../views.js';
 import { emitResourcesChanged, write } from '../write.js';
-import { memberInput, MembershipResult, ONE_MEMBER, oneMember, resolveMember } from './channels.js';
+import {
+  isBuiltinBot,
+  memberInput,
+  MembershipResult,
+  ONE_MEMBER,
+  oneMember,
+  resolveMember,
+} from './channels.js';
 
 export const createProject = defineOperation({
   name: 'projects.create',
@@ -104,7 +111,11 @@ export const removeProjectMember = defineOperation({
       const member = await resolveMember(stores, p.org_id, input);
       const by = actorRef(ctx.actor).id;
       const self = member.type === 'user' && member.id === by;
-      if (!self && p.created_by !== by && !isOrgAdmin(ctx.actor, p.org_id)) {
+      // A built-in platform bot joined where its command was used: any member may send it away.
+      const builtinBot =
+        (await isBuiltinBot(stores, member)) &&
+        (await stores.containers.isMember('project', p.id, actorRef(ctx.actor)));
+      if (!self && p.created_by !== by && !builtinBot && !isOrgAdmin(ctx.actor, p.org_id)) {
         throw new AppError('forbidden', 'Only the project creator or an org admin removes other members');
       }
       const removed = await stores.containers.removeMember('project', p.id, member);

@@ -1,6 +1,8 @@
 import { z } from 'zod';
 import { AppError } from '../../domain/errors.js';
+import { installBuiltinsIn } from '../bots/builtins.js';
 import { defineOperation } from '../operation.js';
+import { write } from '../write.js';
 import { isSystemAdmin } from '../access.js';
 import { name } from '../schemas.js';
 import { listOf } from '../views.js';
@@ -16,7 +18,12 @@ export const createOrganization = defineOperation({
   async run(ctx, input) {
     if (!isSystemAdmin(ctx.actor))
       throw new AppError('forbidden', 'Only a system_admin creates organizations');
-    return ctx.services.storage.stores.orgs.create(input.name);
+    // The built-in bots are installed with it, in the same transaction (docs/BUILTIN-BOTS.md).
+    return write(ctx, async (tx) => {
+      const org = await tx.stores.orgs.create(input.name);
+      await installBuiltinsIn(tx, ctx.services.builtins, org.id);
+      return org;
+    });
   },
 });
 

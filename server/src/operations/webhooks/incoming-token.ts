@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import { notFound } from '../../domain/errors.js';
 import { hashSecret } from '../../domain/secrets.js';
-import { loadManagedBot } from '../bots/bots.js';
+import { assertNotBuiltin, loadManagedBot } from '../bots/bots.js';
 import { defineOperation } from '../operation.js';
 import { uuid } from '../schemas.js';
 import { write } from '../write.js';
@@ -30,6 +30,7 @@ export const createIncomingToken = defineOperation({
     const { actor } = ctx;
     return write(ctx.services, async ({ stores, now }) => {
       const bot = await loadManagedBot(stores, actor, input.bot_id);
+      assertNotBuiltin(bot, 'incoming-webhook token');
       const token = generateIncomingToken();
       await stores.incomingTokens.put({
         bot_id: bot.id,

@@ -40,15 +40,66 @@ export class BotStore {
       .executeTakeFirst();
   }
 
-  /** Bots visible in an organization: its own, plus platform bots (published to every organization). */
+  /**
+   * Bots visible in an organization: its own, plus platform bots registered through the API (published
+   * to every organization). Built-in bots have one row per organization, so only its own rows count.
+   */
   listVisible(orgId: string): Promise<BotRow[]> {
     return this.db
       .selectFrom('bots')
       .selectAll()
       .where('deleted_at', 'is', null)
-      .where((eb) => eb.or([eb('org_id', '=', orgId), eb('type', '=', 'platform')]))
+      .where((eb) =>
+        eb.or([eb('org_id', '=', orgId), eb.and([eb('type', '=', 'platform'), eb('builtin', 'is', null)])]),
+      )
       .orderBy('name')
       .execute();
+  }
+
+  // --- built-in bots (one row per organization and built-in key) ---
+
+  /** The organization's row of a built-in bot, deleted or not. */
+  getBuiltin(orgId: string, builtin: string): Promise<BotRow | undefined> {
+    return this.db
+      .selectFrom('bots')
+      .selectAll()
+      .where('org_id', '=', orgId)
+      .where('builtin', '=', builtin)
+      .executeTakeFirst();
+  }
+
+  /** Inserts a built-in bot's row unless the organization has one (instances starting at once). */
+  async insertBuiltin(row: BotRow): Promise<boolean> {
+    const res = await this.db
+      .insertInto('bots')
+      .values(row)
+      .onConflict((oc) => oc.doNothing())
+      .executeTakeFirst();
+    return Number(res.numInsertedOrUpdatedRows ?? 0) > 0;
+  }
+
+  /** How many organizations have each built-in bot active and disabled. */
+  async builtinStatusCounts(): Promise<{ builtin: string; status: string; n: number }[]> {
+    const rows = await this.db
+      .selectFrom('bots')
+      .select(['builtin', 'status', (eb) => eb.fn.countAll<number>().as('n')])
+      .where('builtin', 'is not', null)
+      .where('deleted_at', 'is', null)
+      .groupBy(['builtin', 'status'])
+      .execute();
+    return rows.map((r) => ({ builtin: r.builtin!, status: r.status, n: Number(r.n) }));
+  }
+
+  /** Sets the status of a built-in bot in every organization; how many rows changed. */
+  async setBuiltinStatus(builtin: string, status: BotRow['status'], now: string): Promise<number> {
+    const res = await this.db
+      .updateTable('bots')
+      .set({ status, updated_at: now })
+      .where('builtin', '=', builtin)
+      .where('deleted_at', 'is', null)
+      .where('status', '!=', status)
+      .executeTakeFirst();
+    return Number(res.numUpdatedRows);
   }
 
   listAll(): Promise<BotRow[]> {

@@ -76,7 +76,12 @@ export class DirectoryStore {
       ])
       .where('bots.deleted_at', 'is', null)
       .where('bots.status', '=', 'active')
-      .where((eb) => eb.or([eb('bots.org_id', '=', orgId), eb('bots.type', '=', 'platform')]))
+      .where((eb) =>
+        eb.or([
+          eb('bots.org_id', '=', orgId),
+          eb.and([eb('bots.type', '=', 'platform'), eb('bots.builtin', 'is', null)]),
+        ]),
+      )
       .$if(q !== '', (qb) => qb.where(containsInsensitive('bots.name', q)))
       .orderBy('in_channel', 'desc')
       .orderBy(sql`lower(bots.name)`)

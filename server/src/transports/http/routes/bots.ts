@@ -1,4 +1,5 @@
 import { createBot, deleteBot, getBot, listBots, updateBot } from '../../../operations/bots/bots.js';
+import { listBuiltinBots, updateBuiltinBot } from '../../../operations/bots/builtins.js';
 import {
   botAuth,
   createWebhookSecret,
@@ -19,6 +20,9 @@ export const botRoutes: Route[] = [
   { method: 'POST', path: '/api/bots/{botId}/api-keys', op: issueApiKey, status: 201, tags: ['bot keys'] },
   { method: 'GET', path: '/api/bots/{botId}/api-keys', op: listApiKeys, tags: ['bot keys'] },
   { method: 'DELETE', path: '/api/bots/{botId}/api-keys/{keyId}', op: revokeApiKey, tags: ['bot keys'] },
+  // Built-in (system and platform) bots across every organization: system_admin (docs/BUILTIN-BOTS.md).
+  { method: 'GET', path: '/api/builtin-bots', op: listBuiltinBots, tags: ['bots'] },
+  { method: 'PATCH', path: '/api/builtin-bots/{key}', op: updateBuiltinBot, tags: ['bots'] },
   {
     method: 'POST',
     path: '/api/bots/{botId}/webhook-secret',
