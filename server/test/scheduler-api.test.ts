@@ -3,7 +3,8 @@ import { ConfigError, loadConfig } from '../src/config/config.js';
 import { BotJobHandler } from '../src/scheduler/bot-jobs.js';
 import type { ScheduledJob } from '../src/scheduler/job.js';
 import { Scheduler } from '../src/scheduler/scheduler.js';
-import { expectStatus, type Api } from './helpers/client.js';
+import { Api, expectStatus, type RecordedExchange } from './helpers/client.js';
+import { checkAgainstOpenApi } from './helpers/openapi.js';
 import { Receiver } from './helpers/receiver.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
 import { uniq, World, type BotHandle, type UserHandle } from './helpers/world.js';
@@ -62,7 +63,16 @@ describe('bot jobs and bot data (REST)', () => {
     const other = await w.org();
     foreign = await w.bot(other.admin.api);
   });
+  // Every answer of these endpoints is checked against the served OpenAPI document at the end.
+  const exchanges: RecordedExchange[] = [];
+  const OURS = /^\/api\/bots\/[^/]+\/(jobs|data)(\/[^/]+)?$/;
+  beforeAll(() => {
+    Api.recorder = (x) => {
+      if (OURS.test(x.path)) exchanges.push(x);
+    };
+  });
   afterAll(async () => {
+    Api.recorder = undefined;
     await srv?.close();
     await rx?.close();
   });
@@ -631,6 +641,14 @@ describe('bot jobs and bot data (REST)', () => {
       expectStatus(await b.api.delete(data(b.id, 'k7')), 200);
       expectStatus(await b.api.put(data(b.id, 'one-more'), { value: 1 }), 200);
     });
+  });
+
+  it('every answer above matches the served OpenAPI document', async () => {
+    const doc = expectStatus(await w.anon.get('/api/openapi.json'), 200);
+    const r = checkAgainstOpenApi(doc, exchanges);
+    expect(r.problems).toEqual([]);
+    expect([...r.statuses].sort()).toEqual([200, 201, 400, 401, 403, 404, 409]);
+    expect(r.validated).toBeGreaterThan(100);
   });
 
   async function orgOf(b: BotHandle): Promise<string> {
