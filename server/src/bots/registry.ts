@@ -1,5 +1,8 @@
 import { searchBot } from './search.js';
 import { tasksBot } from './tasks.js';
+import { collectBot } from './collect/bot.js';
+import { standupBot } from './standup/bot.js';
+import { taskNotifyBot } from './task-notify/bot.js';
 import type { BuiltinBot } from './types.js';
 
 /**
@@ -7,4 +10,10 @@ import type { BuiltinBot } from './types.js';
  * `BuiltinBot`, added here: at the next start it is installed in every organization (and in every
  * new one), its commands appear in the slash palette, and its handlers run (docs/BUILTIN-BOTS.md).
  */
-export const BUILTIN_BOTS: readonly BuiltinBot[] = [searchBot, tasksBot];
+export const BUILTIN_BOTS: readonly BuiltinBot[] = [
+  searchBot,
+  tasksBot,
+  standupBot,
+  collectBot,
+  taskNotifyBot,
+];
