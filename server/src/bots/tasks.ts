@@ -1,12 +1,16 @@
-import { AppError } from '../domain/errors.js';
+import { AppError, isAppError } from '../domain/errors.js';
+import { canonicalTimeZone, localDate, nextOccurrence, parseLocalTime } from '../domain/schedule-time.js';
 import { TASK_PRIORITIES, TASK_STATUSES, type TaskPriority, type TaskStatus } from '../domain/roles.js';
+import { deleteBotData, getBotData, putBotData } from '../operations/bots/data.js';
+import { scheduleJob } from '../operations/bots/jobs.js';
 import { listContainers } from '../operations/containers/list-containers.js';
+import { sendBotDm } from '../operations/dm/bot-dm.js';
 import { createTask, listTasks, updateTask } from '../operations/tasks/tasks.js';
 import { getUser, listUsers } from '../operations/users/users.js';
 import type { z } from 'zod';
 import type { TaskView as TaskViewSchema } from '../operations/views.js';
 import { md, oneLine, shortId, splitArgs } from './format.js';
-import type { BotContext, BuiltinBot, CommandInvocation } from './types.js';
+import type { BotContext, BotJob, BuiltinBot, CommandInvocation } from './types.js';
 
 type TaskView = z.infer<typeof TaskViewSchema>;
 
@@ -22,6 +26,7 @@ const USAGE = [
   '**/task** — tasks of this topic:',
   '- `/task add <title> [@assignee] [due:YYYY-MM-DD] [!low|!medium|!high|!urgent]` — `@me`, `@email@…` or `@"Display Name"`',
   '- `/task list [mine|todo|in_progress|review|done]` — `mine` also works outside a topic',
+  '- `/task remind HH:MM [Area/City] [workdays]` — a DM every morning with your open tasks; `/task remind off`',
   '- `/task done <ref>` — ref: the 8-character reference shown by /task list (the end of the id; 4 characters at least), or the whole id',
 ].join('\n');
 
@@ -127,6 +132,17 @@ async function add(ctx: BotContext, cmd: CommandInvocation, args: string): Promi
   return `✅ Task created\n${taskLine(t, names)}`;
 }
 
+/** The open tasks assigned to `userId`, across the topics they reach (at most MINE_TOPICS topics). */
+async function openTasksOf(ctx: BotContext, userId: string): Promise<TaskView[]> {
+  const { topics = [] } = await ctx.callAsUser(userId, listContainers, { type: 'topics' });
+  const tasks: TaskView[] = [];
+  for (const topic of topics.slice(0, MINE_TOPICS)) {
+    const r = await ctx.callAsUser(userId, listTasks, { topic_id: topic.id, assignee_id: userId });
+    tasks.push(...r.items.filter((t) => t.status !== 'done'));
+  }
+  return tasks;
+}
+
 async function list(ctx: BotContext, cmd: CommandInvocation, filter: string): Promise<string> {
   const f = filter.toLowerCase() || 'all';
   if (f !== 'all' && f !== 'mine' && !(TASK_STATUSES as readonly string[]).includes(f)) {
@@ -134,12 +150,7 @@ async function list(ctx: BotContext, cmd: CommandInvocation, filter: string): Pr
   }
   let tasks: TaskView[];
   if (!cmd.topicId && f === 'mine') {
-    const { topics = [] } = await ctx.callAsUser(cmd.userId, listContainers, { type: 'topics' });
-    tasks = [];
-    for (const topic of topics.slice(0, MINE_TOPICS)) {
-      const r = await ctx.callAsUser(cmd.userId, listTasks, { topic_id: topic.id, assignee_id: cmd.userId });
-      tasks.push(...r.items.filter((t) => t.status !== 'done'));
-    }
+    tasks = await openTasksOf(ctx, cmd.userId);
   } else {
     const topicId = needTopic(cmd);
     const r = await ctx.callAsUser(cmd.userId, listTasks, {
@@ -183,6 +194,115 @@ async function done(ctx: BotContext, cmd: CommandInvocation, ref: string): Promi
   return `✅ Done: \`${shortId(updated.id)}\` ${md(oneLine(updated.title, 120))}`;
 }
 
+// --- the morning reminder (scheduler/) ---
+
+/**
+ * A user's reminder: a DM at `time` in `zone` (every day, or Monday to Friday) listing their open
+ * tasks. Kept as the bot's data `remind:<user>`; one job per occurrence (dedupe key: user and local
+ * date), each scheduling the next. A job whose settings changed or were removed meanwhile does nothing.
+ * Users have no time zone of their own in Workroom, so the command names it (default UTC).
+ */
+interface Reminder {
+  user_id: string;
+  time: string;
+  zone: string;
+  workdays: boolean;
+}
+const REMIND_KIND = 'morning';
+const remindKey = (userId: string) => `remind:${userId}`;
+
+async function scheduleReminder(ctx: BotContext, r: Reminder, after: Date): Promise<string> {
+  const at = nextOccurrence(
+    { time: r.time, timeZone: r.zone, ...(r.workdays && { weekdays: [1, 2, 3, 4, 5] }) },
+    after,
+  );
+  await ctx.call(scheduleJob, {
+    bot_id: ctx.bot.id,
+    kind: REMIND_KIND,
+    payload: { ...r },
+    run_at: at.toISOString(),
+    dedupe_key: `morning:${r.user_id}:${localDate(at, r.zone)}:${r.time}`,
+  });
+  return at.toISOString();
+}
+
+async function loadReminder(ctx: BotContext, userId: string): Promise<Reminder | null> {
+  try {
+    return (await ctx.call(getBotData, { bot_id: ctx.bot.id, key: remindKey(userId) })).value as Reminder;
+  } catch (e) {
+    if (isAppError(e) && e.code === 'not_found') return null;
+    throw e;
+  }
+}
+
+async function remind(ctx: BotContext, cmd: CommandInvocation, args: string): Promise<string> {
+  const words = args.split(/\s+/).filter(Boolean);
+  if (words.length === 0) {
+    const r = await loadReminder(ctx, cmd.userId);
+    return r
+      ? `Your morning reminder: ${r.time} ${r.zone}${r.workdays ? ', Monday to Friday' : ', every day'}. \`/task remind off\` stops it.`
+      : 'No morning reminder. `/task remind 08:30 Europe/Berlin` sets one.';
+  }
+  if (words[0]!.toLowerCase() === 'off') {
+    await ctx.call(deleteBotData, { bot_id: ctx.bot.id, key: remindKey(cmd.userId) }).catch((e: unknown) => {
+      if (!isAppError(e) || e.code !== 'not_found') throw e;
+    });
+    return 'Morning reminder off.';
+  }
+  const [time, ...rest] = words;
+  if (!parseLocalTime(time!)) throw fail(`${time}: the time is HH:MM in 24-hour form, e.g. 08:30`);
+  let zone = 'UTC';
+  let workdays = false;
+  for (const w of rest) {
+    if (w.toLowerCase() === 'workdays') workdays = true;
+    else {
+      const z = canonicalTimeZone(w);
+      if (!z) throw fail(`${w}: not a time zone (an IANA name such as Europe/Berlin)`);
+      zone = z;
+    }
+  }
+  const r: Reminder = { user_id: cmd.userId, time: time!, zone, workdays };
+  await ctx.call(putBotData, { bot_id: ctx.bot.id, key: remindKey(cmd.userId), value: r });
+  const first = await scheduleReminder(ctx, r, ctx.now());
+  return `⏰ Every ${workdays ? 'workday' : 'day'} at ${r.time} (${zone}) I will DM you your open tasks; the first at ${first}.`;
+}
+
+async function morningJob(ctx: BotContext, job: BotJob): Promise<void> {
+  const p = job.payload as Partial<Reminder>;
+  if (typeof p.user_id !== 'string') return;
+  const r = await loadReminder(ctx, p.user_id);
+  // Changed or switched off since this occurrence was scheduled: its own chain ends here.
+  if (!r || r.time !== p.time || r.zone !== p.zone || r.workdays !== p.workdays) return;
+  let tasks: TaskView[];
+  try {
+    tasks = await openTasksOf(ctx, r.user_id);
+  } catch (e) {
+    // The user was deactivated or removed: no more reminders.
+    if (isAppError(e) && (e.code === 'forbidden' || e.code === 'not_found')) return;
+    throw e;
+  }
+  if (tasks.length > 0) {
+    const names = await assigneeNames(ctx, r.user_id, tasks.slice(0, LIST_SHOWN));
+    const more = tasks.length > LIST_SHOWN ? `\n…and ${tasks.length - LIST_SHOWN} more` : '';
+    const text = [
+      `☀️ Good morning! Your open tasks (${tasks.length}):`,
+      ...tasks.slice(0, LIST_SHOWN).map((t) => taskLine(t, names)),
+    ].join('\n');
+    try {
+      // Once per job, whatever the attempt (the text is the same unless tasks changed in between).
+      await ctx.call(
+        sendBotDm,
+        { bot_id: ctx.bot.id, user_id: r.user_id, content: text + more },
+        { idempotencyKey: `job:${job.id}:dm` },
+      );
+    } catch (e) {
+      if (!isAppError(e) || e.code !== 'idempotency_conflict') throw e;
+    }
+  }
+  // The next occurrence: after this one's due time, so a late or retried run does not skip a day.
+  await scheduleReminder(ctx, r, new Date(Date.parse(job.runAt) + 60_000));
+}
+
 export const tasksBot: BuiltinBot = {
   key: 'tasks',
   type: 'system',
@@ -197,8 +317,8 @@ export const tasksBot: BuiltinBot = {
         '/task add <title> [@assignee] [due:YYYY-MM-DD] [!priority] · /task list [mine|<status>] · /task done <ref>',
     },
   ],
-  // Everything runs as the invoking user; the bot itself only reads.
-  scopes: ['tasks:read'],
+  // Everything runs as the invoking user; the bot itself DMs the morning reminder.
+  scopes: ['messages:write', 'tasks:read'],
 
   async onCommand(ctx, cmd) {
     const m = /^(\S+)\s*([\s\S]*)$/.exec(cmd.args.trim());
@@ -208,7 +328,13 @@ export const tasksBot: BuiltinBot = {
     if (sub === 'add') content = await add(ctx, cmd, rest);
     else if (sub === 'list' || sub === 'ls') content = await list(ctx, cmd, rest);
     else if (sub === 'done') content = await done(ctx, cmd, rest);
+    else if (sub === 'remind') content = await remind(ctx, cmd, rest);
     else content = sub === '' || sub === 'help' ? USAGE : `Unknown subcommand ${md(sub)}.\n${USAGE}`;
     return { content, ephemeral: true };
+  },
+
+  async onJob(ctx, job) {
+    if (job.kind === REMIND_KIND) await morningJob(ctx, job);
+    else ctx.log.warn({ kind: job.kind }, 'tasks bot: unknown job kind');
   },
 };
