@@ -62,6 +62,7 @@ describe('bot API in the OpenAPI document', () => {
     expect(dm['x-bot-scope']).toBe('messages:write');
     expect(dm.parameters.map((p: any) => p.name)).toEqual(['botId', 'Idempotency-Key']);
     expect(Object.keys(dm.requestBody.content['application/json'].schema.properties).sort()).toEqual([
+      'actions',
       'content',
       'content_html',
       'user_id',

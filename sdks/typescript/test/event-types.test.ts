@@ -24,6 +24,7 @@ const sameShape: { [T in Delivered]: Same<EventDataMap[T], ServerData<T>> } = {
   'member.joined': true,
   'member.left': true,
   'command.invoked': true,
+  'action.invoked': true,
   'job.due': true,
   'webhook.test': true,
 };

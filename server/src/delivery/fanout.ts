@@ -20,6 +20,8 @@ import type { Stores } from '../storage/stores/index.js';
  *  - command.invoked is not fanned out: commands.execute sends it to its bot at once and tells the user
  *    the outcome (operations/commands/dispatch.ts); a second delivery would run the command twice.
  *    resources.changed never leaves the server;
+ *  - action.invoked (a click on a message's button or select) goes to the bot named in `data.bot_id`
+ *    only, the bot that sent the message, without a subscription, while it still reaches the container;
  *  - job.due (a job the bot scheduled is due, docs/SCHEDULER.md) goes to the bot in `data.bot_id` only,
  *    without a subscription and without a container;
  *  - a bot does not receive message.* events of its own actions (its own message, edit, deletion): a bot
@@ -31,6 +33,8 @@ import type { Stores } from '../storage/stores/index.js';
 export const FANOUT_CURSOR = 'webhook-fanout';
 /** Outbox events that never become deliveries here (see above). */
 const NOT_FANNED_OUT = new Set(['resources.changed', 'command.invoked']);
+/** Outbox events for one bot, `data.bot_id`, whatever its subscriptions (see above). */
+const TO_OWNING_BOT = new Set(['action.invoked']);
 const BATCH = 500;
 const LOOP_BUDGET = 60;
 const LOOP_WINDOW_MS = 60_000;
@@ -149,7 +153,9 @@ export class Fanout {
         if (to) rows.push(directDelivery(e, to.id, now));
         continue;
       }
-      const subscribed = candidates.filter((b) => b.events.has(e.type));
+      const subscribed = TO_OWNING_BOT.has(e.type)
+        ? candidates.filter((b) => b.id === data.bot_id)
+        : candidates.filter((b) => b.events.has(e.type));
       if (subscribed.length === 0) continue; // the common case costs no membership lookup
       const container = await containerOf(data, projectOf);
       const inside = container ? await botsIn(container) : new Set<string>();

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { MessageActions } from './actions.js';
 
 /**
  * The event catalogue: one zod schema per event type, the single source of
@@ -55,6 +56,7 @@ export const MessageEventData = z.object({
   sender_id: id,
   sender_type: actorType,
   bot_id: id.nullable().describe('Set when a bot sent the message'),
+  actions: MessageActions,
   created_at: ts,
   edited_at: ts.nullable(),
   deleted_at: ts.nullable(),
@@ -156,6 +158,24 @@ export const EVENT_CATALOGUE = {
       attempt: z.number().int().describe('The scheduler attempt that fired it (1 unless retried)'),
     }),
   },
+  'action.invoked': {
+    description:
+      'A user clicked a button or chose an option of a bot message (sent to the bot that sent the message only)',
+    data: z.object({
+      invocation_id: id.describe(
+        'This click (also in the answer the user got); retried deliveries carry the same one',
+      ),
+      action_id: z.string(),
+      action_type: z.enum(['button', 'select']),
+      value: z.string().describe("The button's value, or the option the user chose"),
+      user_id: id,
+      user: z.object({ id, display_name: z.string() }),
+      message_id: id,
+      bot_id: id,
+      ...container,
+      invoked_at: ts,
+    }),
+  },
   'webhook.test': {
     description: 'A test event sent by a bot manager to check the webhook (sent to that bot only)',
     data: z.object({ bot_id: id, requested_by: id.optional(), message: z.string() }).passthrough(),
@@ -192,6 +212,7 @@ export type SubscribableEventType = (typeof SUBSCRIBABLE_EVENT_TYPES)[number];
  */
 export const DIRECTED_EVENT_TYPES = [
   'command.invoked',
+  'action.invoked',
   'job.due',
   'webhook.test',
 ] as const satisfies readonly EventType[];

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { MessageActions, readActions } from '../domain/actions.js';
 import type {
   BotApiKeyRow,
   BotRow,
@@ -117,6 +118,7 @@ export const MessageView = z.object({
   bot_id: z.string().nullable(),
   content: z.string(),
   content_html: z.string().nullable(),
+  actions: MessageActions,
   created_at: ts,
   edited_at: nullableTs,
   deleted_at: nullableTs,
@@ -133,6 +135,7 @@ export const messageView = (m: MessageRow): MessageView => ({
   bot_id: m.bot_id,
   content: m.content,
   content_html: m.content_html,
+  actions: readActions(m.actions),
   created_at: m.created_at,
   edited_at: m.edited_at,
   deleted_at: m.deleted_at,

@@ -44,6 +44,7 @@ function messageFromEvent(data: Record<string, unknown>, orgId: string): Message
     bot_id: s('bot_id'),
     content: data.content,
     content_html: s('content_html'),
+    actions: Array.isArray(data.actions) ? (data.actions as Message['actions']) : null,
     created_at: s('created_at') ?? new Date().toISOString(),
     edited_at: s('edited_at'),
     deleted_at: null,

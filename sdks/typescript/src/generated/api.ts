@@ -345,7 +345,7 @@ export interface paths {
     /** Recent messages of a channel, topic or DM room, newest first (deleted ones hidden) */
     get: operations['get:/api/channels/{channelId}/messages'];
     put?: never;
-    /** Post a message to a channel, topic or DM room you are a member of */
+    /** Post a message to a channel, topic or DM room you are a member of. A bot may add `actions` (buttons, selects; docs/ACTIONS.md); a user sending actions gets 403. */
     post: operations['post:/api/channels/{channelId}/messages'];
     delete?: never;
     options?: never;
@@ -363,7 +363,7 @@ export interface paths {
     /** Recent messages of a channel, topic or DM room, newest first (deleted ones hidden) */
     get: operations['get:/api/topics/{topicId}/messages'];
     put?: never;
-    /** Post a message to a channel, topic or DM room you are a member of */
+    /** Post a message to a channel, topic or DM room you are a member of. A bot may add `actions` (buttons, selects; docs/ACTIONS.md); a user sending actions gets 403. */
     post: operations['post:/api/topics/{topicId}/messages'];
     delete?: never;
     options?: never;
@@ -381,7 +381,7 @@ export interface paths {
     /** Recent messages of a channel, topic or DM room, newest first (deleted ones hidden) */
     get: operations['get:/api/dm-rooms/{dmRoomId}/messages'];
     put?: never;
-    /** Post a message to a channel, topic or DM room you are a member of */
+    /** Post a message to a channel, topic or DM room you are a member of. A bot may add `actions` (buttons, selects; docs/ACTIONS.md); a user sending actions gets 403. */
     post: operations['post:/api/dm-rooms/{dmRoomId}/messages'];
     delete?: never;
     options?: never;
@@ -538,7 +538,7 @@ export interface paths {
     };
     get?: never;
     put?: never;
-    /** Send a DM from the authenticated bot to a user of its organization, creating or reusing their DM room (scope messages:write) */
+    /** Send a DM from the authenticated bot to a user of its organization, creating or reusing their DM room (scope messages:write); `actions` as for any bot message */
     post: operations['post:/api/bots/{botId}/dm-messages'];
     delete?: never;
     options?: never;
@@ -554,11 +554,28 @@ export interface paths {
       cookie?: never;
     };
     get?: never;
-    /** Replace the text of a message (yours; a bot: those it sent; system_admin: any). content_html is sanitized; omitting it clears it. Emits message.updated. */
+    /** Replace the text of a message (yours; a bot: those it sent; system_admin: any). content_html is sanitized; omitting it clears it. `actions` (bots) replaces the buttons and selects, null or [] removes them, omitting keeps them. Emits message.updated. */
     put: operations['put:/api/messages/{id}'];
     post?: never;
     /** Soft-delete a message (yours; a bot: those it sent; system_admin: any). It disappears from reads; emits message.deleted. */
     delete: operations['delete:/api/messages/{id}'];
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/messages/{id}/actions': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /** Click a button or choose an option of a bot message you can see: sends action.invoked to that bot (only), which may then update its message. Users only. 202 once recorded. */
+    post: operations['post:/api/messages/{id}/actions'];
+    delete?: never;
     options?: never;
     head?: never;
     patch?: never;
@@ -1483,6 +1500,26 @@ export interface webhooks {
      * @description Sent to the webhook URL of each bot that receives this event. Verify the signature before parsing: the body `signature` (sha256= HMAC of the body without it), `X-Workroom-Signature` (sha256= HMAC of the raw body) and the Standard Webhooks headers `webhook-id`, `webhook-timestamp`, `webhook-signature`. Answer 2xx within the time-out (5 s); anything else is retried.
      */
     post: operations['webhook:job.due'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  'action.invoked': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * A user clicked a button or chose an option of a bot message (sent to the bot that sent the message only)
+     * @description Sent to the webhook URL of each bot that receives this event. Verify the signature before parsing: the body `signature` (sha256= HMAC of the body without it), `X-Workroom-Signature` (sha256= HMAC of the raw body) and the Standard Webhooks headers `webhook-id`, `webhook-timestamp`, `webhook-signature`. Answer 2xx within the time-out (5 s); anything else is retried.
+     */
+    post: operations['webhook:action.invoked'];
     delete?: never;
     options?: never;
     head?: never;
@@ -2664,6 +2701,31 @@ export interface operations {
               bot_id: string | null;
               content: string;
               content_html: string | null;
+              /** @description Interactive actions (buttons, selects) of a bot message; null for none */
+              actions:
+                | (
+                    | {
+                        /** @constant */
+                        type: 'button';
+                        id: string;
+                        label: string;
+                        /** @description Sent as the value of action.invoked when clicked */
+                        value: string;
+                        /** @enum {string} */
+                        style: 'default' | 'primary' | 'danger';
+                      }
+                    | {
+                        /** @constant */
+                        type: 'select';
+                        id: string;
+                        placeholder: string | null;
+                        options: {
+                          label: string;
+                          value: string;
+                        }[];
+                      }
+                  )[]
+                | null;
               /** @description ISO-8601 UTC timestamp */
               created_at: string;
               edited_at: string | null;
@@ -2696,6 +2758,34 @@ export interface operations {
         'application/json': {
           content: string;
           content_html?: string;
+          /** @description Interactive actions (buttons, selects) for users to click; only bots may send them. At most 10, ids unique within the message; null or [] for none. */
+          actions?:
+            | (
+                | {
+                    /** @constant */
+                    type: 'button';
+                    id: string;
+                    label: string;
+                    value: string;
+                    /**
+                     * @default default
+                     * @enum {string}
+                     */
+                    style?: 'default' | 'primary' | 'danger';
+                  }
+                | {
+                    /** @constant */
+                    type: 'select';
+                    id: string;
+                    /** @default null */
+                    placeholder?: string | null;
+                    options: {
+                      label: string;
+                      value: string;
+                    }[];
+                  }
+              )[]
+            | null;
           /** Format: uuid */
           topic_id?: string;
           /** Format: uuid */
@@ -2722,6 +2812,31 @@ export interface operations {
             bot_id: string | null;
             content: string;
             content_html: string | null;
+            /** @description Interactive actions (buttons, selects) of a bot message; null for none */
+            actions:
+              | (
+                  | {
+                      /** @constant */
+                      type: 'button';
+                      id: string;
+                      label: string;
+                      /** @description Sent as the value of action.invoked when clicked */
+                      value: string;
+                      /** @enum {string} */
+                      style: 'default' | 'primary' | 'danger';
+                    }
+                  | {
+                      /** @constant */
+                      type: 'select';
+                      id: string;
+                      placeholder: string | null;
+                      options: {
+                        label: string;
+                        value: string;
+                      }[];
+                    }
+                )[]
+              | null;
             /** @description ISO-8601 UTC timestamp */
             created_at: string;
             edited_at: string | null;
@@ -2772,6 +2887,31 @@ export interface operations {
               bot_id: string | null;
               content: string;
               content_html: string | null;
+              /** @description Interactive actions (buttons, selects) of a bot message; null for none */
+              actions:
+                | (
+                    | {
+                        /** @constant */
+                        type: 'button';
+                        id: string;
+                        label: string;
+                        /** @description Sent as the value of action.invoked when clicked */
+                        value: string;
+                        /** @enum {string} */
+                        style: 'default' | 'primary' | 'danger';
+                      }
+                    | {
+                        /** @constant */
+                        type: 'select';
+                        id: string;
+                        placeholder: string | null;
+                        options: {
+                          label: string;
+                          value: string;
+                        }[];
+                      }
+                  )[]
+                | null;
               /** @description ISO-8601 UTC timestamp */
               created_at: string;
               edited_at: string | null;
@@ -2804,6 +2944,34 @@ export interface operations {
         'application/json': {
           content: string;
           content_html?: string;
+          /** @description Interactive actions (buttons, selects) for users to click; only bots may send them. At most 10, ids unique within the message; null or [] for none. */
+          actions?:
+            | (
+                | {
+                    /** @constant */
+                    type: 'button';
+                    id: string;
+                    label: string;
+                    value: string;
+                    /**
+                     * @default default
+                     * @enum {string}
+                     */
+                    style?: 'default' | 'primary' | 'danger';
+                  }
+                | {
+                    /** @constant */
+                    type: 'select';
+                    id: string;
+                    /** @default null */
+                    placeholder?: string | null;
+                    options: {
+                      label: string;
+                      value: string;
+                    }[];
+                  }
+              )[]
+            | null;
           /** Format: uuid */
           channel_id?: string;
           /** Format: uuid */
@@ -2830,6 +2998,31 @@ export interface operations {
             bot_id: string | null;
             content: string;
             content_html: string | null;
+            /** @description Interactive actions (buttons, selects) of a bot message; null for none */
+            actions:
+              | (
+                  | {
+                      /** @constant */
+                      type: 'button';
+                      id: string;
+                      label: string;
+                      /** @description Sent as the value of action.invoked when clicked */
+                      value: string;
+                      /** @enum {string} */
+                      style: 'default' | 'primary' | 'danger';
+                    }
+                  | {
+                      /** @constant */
+                      type: 'select';
+                      id: string;
+                      placeholder: string | null;
+                      options: {
+                        label: string;
+                        value: string;
+                      }[];
+                    }
+                )[]
+              | null;
             /** @description ISO-8601 UTC timestamp */
             created_at: string;
             edited_at: string | null;
@@ -2880,6 +3073,31 @@ export interface operations {
               bot_id: string | null;
               content: string;
               content_html: string | null;
+              /** @description Interactive actions (buttons, selects) of a bot message; null for none */
+              actions:
+                | (
+                    | {
+                        /** @constant */
+                        type: 'button';
+                        id: string;
+                        label: string;
+                        /** @description Sent as the value of action.invoked when clicked */
+                        value: string;
+                        /** @enum {string} */
+                        style: 'default' | 'primary' | 'danger';
+                      }
+                    | {
+                        /** @constant */
+                        type: 'select';
+                        id: string;
+                        placeholder: string | null;
+                        options: {
+                          label: string;
+                          value: string;
+                        }[];
+                      }
+                  )[]
+                | null;
               /** @description ISO-8601 UTC timestamp */
               created_at: string;
               edited_at: string | null;
@@ -2912,6 +3130,34 @@ export interface operations {
         'application/json': {
           content: string;
           content_html?: string;
+          /** @description Interactive actions (buttons, selects) for users to click; only bots may send them. At most 10, ids unique within the message; null or [] for none. */
+          actions?:
+            | (
+                | {
+                    /** @constant */
+                    type: 'button';
+                    id: string;
+                    label: string;
+                    value: string;
+                    /**
+                     * @default default
+                     * @enum {string}
+                     */
+                    style?: 'default' | 'primary' | 'danger';
+                  }
+                | {
+                    /** @constant */
+                    type: 'select';
+                    id: string;
+                    /** @default null */
+                    placeholder?: string | null;
+                    options: {
+                      label: string;
+                      value: string;
+                    }[];
+                  }
+              )[]
+            | null;
           /** Format: uuid */
           channel_id?: string;
           /** Format: uuid */
@@ -2938,6 +3184,31 @@ export interface operations {
             bot_id: string | null;
             content: string;
             content_html: string | null;
+            /** @description Interactive actions (buttons, selects) of a bot message; null for none */
+            actions:
+              | (
+                  | {
+                      /** @constant */
+                      type: 'button';
+                      id: string;
+                      label: string;
+                      /** @description Sent as the value of action.invoked when clicked */
+                      value: string;
+                      /** @enum {string} */
+                      style: 'default' | 'primary' | 'danger';
+                    }
+                  | {
+                      /** @constant */
+                      type: 'select';
+                      id: string;
+                      placeholder: string | null;
+                      options: {
+                        label: string;
+                        value: string;
+                      }[];
+                    }
+                )[]
+              | null;
             /** @description ISO-8601 UTC timestamp */
             created_at: string;
             edited_at: string | null;
@@ -3576,6 +3847,34 @@ export interface operations {
           user_id: string;
           content: string;
           content_html?: string;
+          /** @description Interactive actions (buttons, selects) for users to click; only bots may send them. At most 10, ids unique within the message; null or [] for none. */
+          actions?:
+            | (
+                | {
+                    /** @constant */
+                    type: 'button';
+                    id: string;
+                    label: string;
+                    value: string;
+                    /**
+                     * @default default
+                     * @enum {string}
+                     */
+                    style?: 'default' | 'primary' | 'danger';
+                  }
+                | {
+                    /** @constant */
+                    type: 'select';
+                    id: string;
+                    /** @default null */
+                    placeholder?: string | null;
+                    options: {
+                      label: string;
+                      value: string;
+                    }[];
+                  }
+              )[]
+            | null;
         };
       };
     };
@@ -3598,6 +3897,31 @@ export interface operations {
             bot_id: string | null;
             content: string;
             content_html: string | null;
+            /** @description Interactive actions (buttons, selects) of a bot message; null for none */
+            actions:
+              | (
+                  | {
+                      /** @constant */
+                      type: 'button';
+                      id: string;
+                      label: string;
+                      /** @description Sent as the value of action.invoked when clicked */
+                      value: string;
+                      /** @enum {string} */
+                      style: 'default' | 'primary' | 'danger';
+                    }
+                  | {
+                      /** @constant */
+                      type: 'select';
+                      id: string;
+                      placeholder: string | null;
+                      options: {
+                        label: string;
+                        value: string;
+                      }[];
+                    }
+                )[]
+              | null;
             /** @description ISO-8601 UTC timestamp */
             created_at: string;
             edited_at: string | null;
@@ -3630,6 +3954,34 @@ export interface operations {
         'application/json': {
           content: string;
           content_html?: string;
+          /** @description Replaces the actions (bots only); null or [] removes them; omitted keeps them as they are */
+          actions?:
+            | (
+                | {
+                    /** @constant */
+                    type: 'button';
+                    id: string;
+                    label: string;
+                    value: string;
+                    /**
+                     * @default default
+                     * @enum {string}
+                     */
+                    style?: 'default' | 'primary' | 'danger';
+                  }
+                | {
+                    /** @constant */
+                    type: 'select';
+                    id: string;
+                    /** @default null */
+                    placeholder?: string | null;
+                    options: {
+                      label: string;
+                      value: string;
+                    }[];
+                  }
+              )[]
+            | null;
         };
       };
     };
@@ -3652,6 +4004,31 @@ export interface operations {
             bot_id: string | null;
             content: string;
             content_html: string | null;
+            /** @description Interactive actions (buttons, selects) of a bot message; null for none */
+            actions:
+              | (
+                  | {
+                      /** @constant */
+                      type: 'button';
+                      id: string;
+                      label: string;
+                      /** @description Sent as the value of action.invoked when clicked */
+                      value: string;
+                      /** @enum {string} */
+                      style: 'default' | 'primary' | 'danger';
+                    }
+                  | {
+                      /** @constant */
+                      type: 'select';
+                      id: string;
+                      placeholder: string | null;
+                      options: {
+                        label: string;
+                        value: string;
+                      }[];
+                    }
+                )[]
+              | null;
             /** @description ISO-8601 UTC timestamp */
             created_at: string;
             edited_at: string | null;
@@ -3696,6 +4073,59 @@ export interface operations {
       401: components['responses']['Error'];
       403: components['responses']['Error'];
       404: components['responses']['Error'];
+      429: components['responses']['Error'];
+    };
+  };
+  'post:/api/messages/{id}/actions': {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description A retry with the same key and body answers the first result (Idempotent-Replayed: true) and changes nothing again; another body answers 409. Kept 24 hours. */
+        'Idempotency-Key'?: string;
+      };
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          action_id: string;
+          /** @description A select's chosen option value (required for selects); a button sends its own value */
+          value?: string;
+        };
+      };
+    };
+    responses: {
+      /** @description Success */
+      202: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /**
+             * @description action.invoked was recorded for the bot; its reply comes as an edit
+             * @constant
+             */
+            status: 'sent';
+            invocation_id: string;
+            message_id: string;
+            action_id: string;
+            /** @enum {string} */
+            action_type: 'button' | 'select';
+            value: string;
+            bot_id: string;
+            invoked_at: string;
+          };
+        };
+      };
+      400: components['responses']['Error'];
+      401: components['responses']['Error'];
+      403: components['responses']['Error'];
+      404: components['responses']['Error'];
+      409: components['responses']['Error'];
       429: components['responses']['Error'];
     };
   };
@@ -5083,6 +5513,31 @@ export interface operations {
               bot_id: string | null;
               content: string;
               content_html: string | null;
+              /** @description Interactive actions (buttons, selects) of a bot message; null for none */
+              actions:
+                | (
+                    | {
+                        /** @constant */
+                        type: 'button';
+                        id: string;
+                        label: string;
+                        /** @description Sent as the value of action.invoked when clicked */
+                        value: string;
+                        /** @enum {string} */
+                        style: 'default' | 'primary' | 'danger';
+                      }
+                    | {
+                        /** @constant */
+                        type: 'select';
+                        id: string;
+                        placeholder: string | null;
+                        options: {
+                          label: string;
+                          value: string;
+                        }[];
+                      }
+                  )[]
+                | null;
               /** @description ISO-8601 UTC timestamp */
               created_at: string;
               edited_at: string | null;
@@ -5221,6 +5676,34 @@ export interface operations {
         'application/json': {
           content: string;
           content_html?: string;
+          /** @description Interactive actions (buttons, selects) for users to click; only bots may send them. At most 10, ids unique within the message; null or [] for none. */
+          actions?:
+            | (
+                | {
+                    /** @constant */
+                    type: 'button';
+                    id: string;
+                    label: string;
+                    value: string;
+                    /**
+                     * @default default
+                     * @enum {string}
+                     */
+                    style?: 'default' | 'primary' | 'danger';
+                  }
+                | {
+                    /** @constant */
+                    type: 'select';
+                    id: string;
+                    /** @default null */
+                    placeholder?: string | null;
+                    options: {
+                      label: string;
+                      value: string;
+                    }[];
+                  }
+              )[]
+            | null;
           /** Format: uuid */
           channel_id?: string;
           /** Format: uuid */
@@ -5249,6 +5732,31 @@ export interface operations {
             bot_id: string | null;
             content: string;
             content_html: string | null;
+            /** @description Interactive actions (buttons, selects) of a bot message; null for none */
+            actions:
+              | (
+                  | {
+                      /** @constant */
+                      type: 'button';
+                      id: string;
+                      label: string;
+                      /** @description Sent as the value of action.invoked when clicked */
+                      value: string;
+                      /** @enum {string} */
+                      style: 'default' | 'primary' | 'danger';
+                    }
+                  | {
+                      /** @constant */
+                      type: 'select';
+                      id: string;
+                      placeholder: string | null;
+                      options: {
+                        label: string;
+                        value: string;
+                      }[];
+                    }
+                )[]
+              | null;
             /** @description ISO-8601 UTC timestamp */
             created_at: string;
             edited_at: string | null;
@@ -6294,6 +6802,31 @@ export interface operations {
             sender_type: 'user' | 'bot';
             /** @description Set when a bot sent the message */
             bot_id: string | null;
+            /** @description Interactive actions (buttons, selects) of a bot message; null for none */
+            actions:
+              | (
+                  | {
+                      /** @constant */
+                      type: 'button';
+                      id: string;
+                      label: string;
+                      /** @description Sent as the value of action.invoked when clicked */
+                      value: string;
+                      /** @enum {string} */
+                      style: 'default' | 'primary' | 'danger';
+                    }
+                  | {
+                      /** @constant */
+                      type: 'select';
+                      id: string;
+                      placeholder: string | null;
+                      options: {
+                        label: string;
+                        value: string;
+                      }[];
+                    }
+                )[]
+              | null;
             /** @description ISO-8601 UTC timestamp */
             created_at: string;
             edited_at: string | null;
@@ -6353,6 +6886,31 @@ export interface operations {
             sender_type: 'user' | 'bot';
             /** @description Set when a bot sent the message */
             bot_id: string | null;
+            /** @description Interactive actions (buttons, selects) of a bot message; null for none */
+            actions:
+              | (
+                  | {
+                      /** @constant */
+                      type: 'button';
+                      id: string;
+                      label: string;
+                      /** @description Sent as the value of action.invoked when clicked */
+                      value: string;
+                      /** @enum {string} */
+                      style: 'default' | 'primary' | 'danger';
+                    }
+                  | {
+                      /** @constant */
+                      type: 'select';
+                      id: string;
+                      placeholder: string | null;
+                      options: {
+                        label: string;
+                        value: string;
+                      }[];
+                    }
+                )[]
+              | null;
             /** @description ISO-8601 UTC timestamp */
             created_at: string;
             edited_at: string | null;
@@ -6909,6 +7467,69 @@ export interface operations {
             dedupe_key: string | null;
             /** @description The scheduler attempt that fired it (1 unless retried) */
             attempt: number;
+          };
+          /** @description Unique id of the event (the same on every retry) */
+          event_id: string;
+          /** @description sha256= and the hex HMAC-SHA256 of the body without this member */
+          signature: string;
+        };
+      };
+    };
+    responses: {
+      /** @description Received (any 2xx) */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+    };
+  };
+  'webhook:action.invoked': {
+    parameters: {
+      query?: never;
+      header: {
+        'webhook-id': string;
+        'webhook-timestamp': string;
+        'webhook-signature': string;
+        'x-workroom-signature': string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @constant */
+          event_type: 'action.invoked';
+          /** @description When the event happened, ISO 8601 */
+          timestamp: string;
+          /** @description The receiving bot */
+          bot_id: string;
+          data: {
+            /** @description This click (also in the answer the user got); retried deliveries carry the same one */
+            invocation_id: string;
+            action_id: string;
+            /** @enum {string} */
+            action_type: 'button' | 'select';
+            /** @description The button's value, or the option the user chose */
+            value: string;
+            /** @description UUID */
+            user_id: string;
+            user: {
+              /** @description UUID */
+              id: string;
+              display_name: string;
+            };
+            /** @description UUID */
+            message_id: string;
+            /** @description UUID */
+            bot_id: string;
+            channel_id: string | null;
+            topic_id: string | null;
+            dm_room_id: string | null;
+            /** @description ISO-8601 UTC timestamp */
+            invoked_at: string;
           };
           /** @description Unique id of the event (the same on every retry) */
           event_id: string;

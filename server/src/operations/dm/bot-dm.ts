@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { MessageActionsInput } from '../../domain/actions.js';
 import { AppError, notFound } from '../../domain/errors.js';
 import { findOrCreateDmRoom } from '../containers/dm-rooms.js';
 import { insertMessage } from '../messages/messages.js';
@@ -14,12 +15,13 @@ import { write } from '../write.js';
 export const sendBotDm = defineOperation({
   name: 'bots.dm.send',
   summary:
-    'Send a DM from the authenticated bot to a user of its organization, creating or reusing their DM room (scope messages:write)',
+    'Send a DM from the authenticated bot to a user of its organization, creating or reusing their DM room (scope messages:write); `actions` as for any bot message',
   input: z.strictObject({
     bot_id: uuid('bot'),
     user_id: uuid('user'),
     content,
     content_html: contentHtml.optional(),
+    actions: MessageActionsInput.optional(),
   }),
   output: MessageView,
   actors: ['bot'],

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { MessageActionsInput, storeActions } from '../../domain/actions.js';
 import { AppError, notFound } from '../../domain/errors.js';
 import { sanitizeMessageHtml } from '../../domain/sanitize.js';
 import type { MessageRow } from '../../storage/schema.js';
@@ -10,7 +11,7 @@ import { defineOperation } from '../operation.js';
 import { content, contentHtml, uuid } from '../schemas.js';
 import { MessageView, messageView } from '../views.js';
 import { write } from '../write.js';
-import { messageEventData } from './messages.js';
+import { checkActionsAllowed, messageEventData } from './messages.js';
 
 /**
  * Authentication rule 7 of the spec: a user edits and deletes only its own messages, a bot only
@@ -46,23 +47,28 @@ export const EditMessageInput = z.strictObject({
   message_id: uuid('message'),
   content,
   content_html: contentHtml.optional(),
+  actions: MessageActionsInput.optional().describe(
+    'Replaces the actions (bots only); null or [] removes them; omitted keeps them as they are',
+  ),
 });
 
 export const editMessage = defineOperation({
   name: 'messages.edit',
   summary:
-    'Replace the text of a message (yours; a bot: those it sent; system_admin: any). content_html is sanitized; omitting it clears it. Emits message.updated.',
+    'Replace the text of a message (yours; a bot: those it sent; system_admin: any). content_html is sanitized; omitting it clears it. `actions` (bots) replaces the buttons and selects, null or [] removes them, omitting keeps them. Emits message.updated.',
   input: EditMessageInput,
   output: MessageView,
   actors: ['user', 'bot'],
   scope: 'messages:write',
   async run(ctx, input) {
-    return write(ctx.services, async ({ stores, now, emit }) => {
+    checkActionsAllowed(actorRef(ctx.actor), input.actions);
+    return write(ctx, async ({ stores, now, emit }) => {
       const m = await loadOwnMessage(stores, ctx.actor, input.message_id);
       const updated: MessageRow = {
         ...m,
         content: input.content,
         content_html: input.content_html === undefined ? null : sanitizeMessageHtml(input.content_html),
+        actions: input.actions === undefined ? m.actions : storeActions(input.actions),
         edited_at: now,
       };
       await stores.messages.update(m.id, {

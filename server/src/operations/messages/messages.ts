@@ -1,4 +1,6 @@
 import { z } from 'zod';
+import { MessageActionsInput, readActions, storeActions, type MessageAction } from '../../domain/actions.js';
+import { AppError } from '../../domain/errors.js';
 import { newId } from '../../domain/ids.js';
 import { LIMITS } from '../../domain/limits.js';
 import { sanitizeMessageHtml } from '../../domain/sanitize.js';
@@ -41,10 +43,26 @@ export function messageEventData(m: MessageRow): EventData<'message.created'> {
     sender_id: m.sender_id,
     sender_type: m.sender_type,
     bot_id: m.bot_id,
+    actions: readActions(m.actions),
     created_at: m.created_at,
     edited_at: m.edited_at,
     deleted_at: m.deleted_at,
   };
+}
+
+/**
+ * Only bots put actions on messages (a user's message with buttons would let anyone send clicks to a
+ * bot that never offered them). `null` and `[]` (no actions) are accepted from everyone.
+ */
+export function checkActionsAllowed(
+  sender: { type: 'user' | 'bot' },
+  actions: readonly MessageAction[] | null | undefined,
+): void {
+  if (sender.type !== 'bot' && actions && actions.length > 0) {
+    throw new AppError('forbidden', 'actions: only bots can put actions (buttons, selects) on messages', {
+      field: 'actions',
+    });
+  }
 }
 
 /** Inserts a message in an already-authorized container and emits message.created. */
@@ -53,8 +71,13 @@ export async function insertMessage(
   orgId: string,
   c: ContainerRef,
   sender: { type: 'user' | 'bot'; id: string },
-  body: { content: string; content_html?: string | undefined },
+  body: {
+    content: string;
+    content_html?: string | undefined;
+    actions?: readonly MessageAction[] | null | undefined;
+  },
 ): Promise<MessageRow> {
+  checkActionsAllowed(sender, body.actions);
   const row: MessageRow = {
     id: newId(),
     org_id: orgId,
@@ -66,7 +89,7 @@ export async function insertMessage(
     bot_id: sender.type === 'bot' ? sender.id : null,
     content: body.content,
     content_html: body.content_html === undefined ? null : sanitizeMessageHtml(body.content_html),
-    actions: null,
+    actions: storeActions(body.actions),
     created_at: tx.now,
     edited_at: null,
     deleted_at: null,
@@ -80,19 +103,22 @@ export const SendMessageInput = z
   .strictObject({
     content,
     content_html: contentHtml.optional(),
+    actions: MessageActionsInput.optional(),
     ...containerFields,
   })
   .refine(exactlyOneContainer, EXACTLY_ONE_CONTAINER);
 
 export const sendMessage = defineOperation({
   name: 'messages.send',
-  summary: 'Post a message to a channel, topic or DM room you are a member of',
+  summary:
+    'Post a message to a channel, topic or DM room you are a member of. A bot may add `actions` (buttons, selects; docs/ACTIONS.md); a user sending actions gets 403.',
   input: SendMessageInput,
   output: MessageView,
   actors: ['user', 'bot'],
   scope: 'messages:write',
   async run(ctx, input) {
     const c = containerRef(input);
+    checkActionsAllowed(actorRef(ctx.actor), input.actions);
     // Authorize first, then hold the write transaction only for the writes.
     const { orgId } = await loadContainer(ctx.services.storage.stores, ctx.actor, c, 'write');
     return write(ctx, async (tx) =>

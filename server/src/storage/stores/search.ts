@@ -23,7 +23,7 @@ export interface MessageQuery {
 
 const MESSAGE_COLUMNS = sql.raw(
   'm.id, m.org_id, m.channel_id, m.topic_id, m.dm_room_id, m.sender_type, m.sender_id, m.bot_id, ' +
-    'm.content, m.content_html, m.created_at, m.edited_at, m.deleted_at',
+    'm.content, m.content_html, m.actions, m.created_at, m.edited_at, m.deleted_at',
 );
 
 /** A message that links a file of ours (see files: download_url). */

@@ -24,9 +24,19 @@ export function sentMessage(m: MessageView): string {
   return `Message sent.\nmessage_id: ${m.id}\n${containerLine(m)}\ncreated_at: ${m.created_at}`;
 }
 
+/** A message's actions on one line: `actions: [approve] Approve (button) | [size] select: S, M`. */
+function actionsLine(m: MessageView): string {
+  if (!m.actions || m.actions.length === 0) return '';
+  const one = (a: NonNullable<MessageView['actions']>[number]) =>
+    a.type === 'button'
+      ? `[${a.id}] ${a.label} (button)`
+      : `[${a.id}] select: ${a.options.map((o) => o.label).join(', ')}`;
+  return `\n  actions: ${m.actions.map(one).join(' | ')}`;
+}
+
 export function messageBlock(m: MessageView): string {
   const edited = m.edited_at ? ` (edited ${m.edited_at})` : '';
-  return `- message_id: ${m.id} | ${m.sender_type}_id: ${m.sender_id} | ${m.created_at}${edited}\n  ${m.content.replace(/\n/g, '\n  ')}`;
+  return `- message_id: ${m.id} | ${m.sender_type}_id: ${m.sender_id} | ${m.created_at}${edited}\n  ${m.content.replace(/\n/g, '\n  ')}${actionsLine(m)}`;
 }
 
 export function messageList(where: string, items: MessageView[]): string {

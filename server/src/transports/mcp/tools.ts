@@ -38,7 +38,7 @@ export const TOOLS: readonly Tool[] = [
     op: sendMessage as Operation,
     creates: true,
     description:
-      'Post a Markdown message as this bot. Give `content` and exactly one target: `channel_id`, `topic_id` or `dm_room_id` (the bot must be a member; find ids with list_channels or search). Content is at most 50,000 characters. Returns the new message_id. Requires scope messages:write.',
+      'Post a Markdown message as this bot. Give `content` and exactly one target: `channel_id`, `topic_id` or `dm_room_id` (the bot must be a member; find ids with list_channels or search). Content is at most 50,000 characters. Optional `actions`: up to 10 buttons ({type:"button", id, label, value, style?}) and selects ({type:"select", id, placeholder?, options:[{label, value}]}) users can click; each click is sent to this bot as an action.invoked webhook. Returns the new message_id. Requires scope messages:write.',
     annotations: {
       title: 'Send a message',
       readOnlyHint: false,

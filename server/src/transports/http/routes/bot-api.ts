@@ -10,6 +10,7 @@ import { FileView, listChannelFiles } from '../../../operations/files/files.js';
 import { hashtagPreview, searchHashtags } from '../../../operations/hashtags/hashtags.js';
 import { searchMentions } from '../../../operations/mentions/mentions.js';
 import { updateBotCommand } from '../../../operations/commands/update-command.js';
+import { invokeAction } from '../../../operations/messages/actions.js';
 import { deleteMessage, editMessage } from '../../../operations/messages/edit-delete.js';
 import { z } from 'zod';
 import type { Route } from '../types.js';
@@ -42,6 +43,16 @@ export const botApiRoutes: Route[] = [
     path: '/api/messages/{id}',
     op: deleteMessage,
     params: { id: 'message_id' },
+    tags: ['messages'],
+  },
+  {
+    method: 'POST',
+    path: '/api/messages/{id}/actions',
+    op: invokeAction,
+    params: { id: 'message_id' },
+    status: 202,
+    idempotent: true,
+    responses: conflictResponse,
     tags: ['messages'],
   },
 
