@@ -135,7 +135,7 @@ async function prune(data: BotData, ch: string): Promise<void> {
 }
 
 async function findByRef(data: BotData, ch: string, ref: string): Promise<Collection> {
-  const hits = (await channelCollections(data, ch)).filter((c) => c.id.startsWith(ref));
+  const hits = (await channelCollections(data, ch)).filter((c) => c.id === ref || c.id.endsWith(ref));
   if (hits.length === 0)
     throw new AppError('not_found', `No collection ${ref} in this channel (see /collect list)`);
   if (hits.length > 1) throw fail(`${ref} names ${hits.length} collections; give more characters`);
@@ -342,7 +342,7 @@ async function filesOf(
         if (gone(e)) return null;
         throw e;
       });
-    if (!f) problems.push(`file ${fileId.slice(0, 8)} was not found`);
+    if (!f) problems.push(`file ${refOf(fileId)} was not found in #${c.channel_name}`);
     else if (f.channel_id !== c.channel_id)
       problems.push(`${f.filename} is not a file of #${c.channel_name}`);
     else files.push({ id: f.id, filename: f.filename, size: f.size });

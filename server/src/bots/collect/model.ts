@@ -111,5 +111,8 @@ export const jobs = {
   closeNowKey: (id: string) => `co:${id}:close-now`,
 };
 
-/** The reference users type: the first 8 characters of the id. */
-export const refOf = (id: string) => id.slice(0, 8);
+/**
+ * The reference users type: the last 8 characters of the id (ids are time-ordered UUIDs, whose first
+ * characters are the same for everything created in the same moment; the last ones are random).
+ */
+export const refOf = (id: string) => id.slice(-8);

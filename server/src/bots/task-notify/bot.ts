@@ -175,7 +175,7 @@ async function add(ctx: BotContext, cmd: CommandInvocation, ch: string, a: AddAr
   await ctx.callAsUser(cmd.userId, addProjectMember, { project_id: project.id, bot_id: ctx.bot.id });
   const data = new BotData(ctx);
   const sub: Sub = {
-    id: cmd.invocationId.slice(0, 8),
+    id: cmd.invocationId.slice(-8), // the random end of a time-ordered UUID
     kind: topic ? 'topic' : 'project',
     project_id: project.id,
     project_name: project.name,

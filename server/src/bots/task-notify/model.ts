@@ -23,7 +23,7 @@ export const TN_LIMITS = {
 export const DEFAULT_CHECK_TIME = '09:00';
 
 export interface Sub {
-  /** Short id, unique in the channel (from the command's invocation id). */
+  /** Short id, unique in the channel (the random end of the command's invocation id). */
   id: string;
   kind: 'project' | 'topic';
   project_id: string;
