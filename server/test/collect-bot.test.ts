@@ -55,9 +55,8 @@ beforeAll(async () => {
   w = await World.create(srv.url);
   a = await w.org();
   b = await w.org();
-  [ann, bob, cy, dee] = await Promise.all(
-    [0, 1, 2, 3].map(() => w.user({ organization_id: a.id }, a.admin.api)),
-  );
+  const users = await Promise.all([0, 1, 2, 3].map(() => w.user({ organization_id: a.id }, a.admin.api)));
+  [ann, bob, cy, dee] = users as [UserHandle, UserHandle, UserHandle, UserHandle];
   channel = await w.channel(ann!.api);
   other = await w.channel(bob!.api);
   for (const u of [bob!, cy!, dee!]) {
