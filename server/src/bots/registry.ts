@@ -1,3 +1,4 @@
+import { pollBot } from './poll/bot.js';
 import { searchBot } from './search.js';
 import { tasksBot } from './tasks.js';
 import { collectBot } from './collect/bot.js';
@@ -13,6 +14,7 @@ import type { BuiltinBot } from './types.js';
 export const BUILTIN_BOTS: readonly BuiltinBot[] = [
   searchBot,
   tasksBot,
+  pollBot,
   standupBot,
   collectBot,
   taskNotifyBot,

@@ -1,5 +1,5 @@
 /**
- * The poll's vote model (pure; docs/BUILTIN-BOTS.md "Poll and survey bot").
+ * The poll's vote model (pure; docs/bots/POLL.md).
  *
  * Each voter has their own bot data document, `poll/<poll id>/v/<user id>`, written with a
  * compare-and-set on its version. So votes of different users never touch the same document (100

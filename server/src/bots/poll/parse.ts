@@ -1,7 +1,7 @@
 import { AppError } from '../../domain/errors.js';
 
 /**
- * Parsing of `/poll` and `/survey` (docs/BUILTIN-BOTS.md "Poll and survey bot"): quoted arguments,
+ * Parsing of `/poll` and `/survey` (docs/bots/POLL.md): quoted arguments,
  * flags, and every limit with an error that says what to change. Pure: no I/O, no clock (the caller
  * passes `now`), so it is unit-tested as it is.
  */
