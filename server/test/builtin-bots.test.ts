@@ -13,7 +13,7 @@ import { uniq, World, type UserHandle } from './helpers/world.js';
  * search and tasks bots acting as the invoking user, and tenant isolation.
  */
 
-const SYSTEM_KEYS = ['search', 'tasks'];
+const SYSTEM_KEYS = ['notifications', 'search', 'tasks'];
 
 async function builtinRows(api: UserHandle['api'], orgId: string) {
   const bots = expectStatus(await api.get('/api/bots'), 200).items as any[];
@@ -72,7 +72,7 @@ describe('built-in bots', () => {
       expect(searchA[0].bot_id).toBe((await rowOf(ann, orgA.id, 'search')).id);
       expect(searchB[0].bot_id).toBe((await rowOf(bea, orgB.id, 'search')).id);
       expect(searchA[0].bot_id).not.toBe(searchB[0].bot_id);
-      for (const name of ['task']) expect(a.some((c) => c.command === name)).toBe(true);
+      for (const name of ['task', 'notifications']) expect(a.some((c) => c.command === name)).toBe(true);
       // /help lists them too.
       const help = expectStatus(await run(ann, '/help search'), 200);
       expect(help.text).toContain('/search');

@@ -14,4 +14,8 @@ export class BuiltinReceiver implements InProcessReceiver {
   deliver(builtin: string, envelope: InProcessEnvelope): Promise<InProcessResult> {
     return this.runtime.deliver(builtin, envelope);
   }
+
+  receivesFromOrganization(builtin: string, type: string, data: Record<string, unknown>): boolean {
+    return this.runtime.receivesFromOrganization(builtin, type, data);
+  }
 }

@@ -1,4 +1,5 @@
 import { pollBot } from './poll/bot.js';
+import { notificationsBot } from './notifications.js';
 import { searchBot } from './search.js';
 import { tasksBot } from './tasks.js';
 import { collectBot } from './collect/bot.js';
@@ -14,6 +15,7 @@ import type { BuiltinBot } from './types.js';
 export const BUILTIN_BOTS: readonly BuiltinBot[] = [
   searchBot,
   tasksBot,
+  notificationsBot,
   pollBot,
   standupBot,
   collectBot,

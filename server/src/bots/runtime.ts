@@ -85,6 +85,21 @@ export class BuiltinBotRuntime implements InProcessCommandHandler {
     return this.#bots.get(key);
   }
 
+  /**
+   * Whether the bot `key` receives this event from anywhere in its organization: one of its orgEvents
+   * that its `wantsOrgEvent` (if any) accepts. Runs in the fan-out, for every such event: cheap.
+   */
+  receivesFromOrganization(key: string, type: string, data: Record<string, unknown>): boolean {
+    if (!this.services.builtins.orgEventsOf(key).has(type)) return false;
+    const want = this.#bots.get(key)?.wantsOrgEvent;
+    try {
+      return want ? want(type, data) : true;
+    } catch (err) {
+      this.services.log.error({ err, builtin: key, type }, 'built-in bot: wantsOrgEvent failed');
+      return false;
+    }
+  }
+
   // --- commands (operations/commands/dispatch.ts) ---
 
   async run(builtin: string, cmd: BuiltinCommand): Promise<BotReply | null> {

@@ -17,6 +17,12 @@ export interface BuiltinBot extends BuiltinBotSpec {
    */
   onEvent?(ctx: BotContext, event: BotEvent): Promise<void>;
   /**
+   * An optional, cheap and synchronous filter of `orgEvents`, run by the fan-out before a delivery is
+   * created: false means the event is not delivered at all (e.g. the notifications bot skips messages
+   * without an "@"), which spares a delivery row per event of the organization.
+   */
+  wantsOrgEvent?(type: string, data: Record<string, unknown>): boolean;
+  /**
    * One of the bot's slash commands. The reply is handled exactly like a webhook's answer: posted as
    * the bot in the command's container (the bot must be a member there), or shown only to the invoking
    * user when `ephemeral` (or when the command ran outside any container). null: no reply.

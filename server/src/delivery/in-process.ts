@@ -30,4 +30,11 @@ export interface InProcessResult {
 export interface InProcessReceiver {
   /** The built-in bot's handler for one delivery; throwing counts as a failed attempt. */
   deliver(builtin: string, envelope: InProcessEnvelope): Promise<InProcessResult>;
+  /**
+   * Whether the built-in bot `builtin` receives this event although it is not a member where it
+   * happened (a system bot's `orgEvents`, e.g. the notifications bot hears every mention in its
+   * organization). Called by the fan-out for subscribed types only; without it (or false), built-in
+   * bots receive events only where they are members, as webhooks do.
+   */
+  receivesFromOrganization?(builtin: string, type: string, data: Record<string, unknown>): boolean;
 }

@@ -180,6 +180,18 @@ export const EVENT_CATALOGUE = {
     description: 'A test event sent by a bot manager to check the webhook (sent to that bot only)',
     data: z.object({ bot_id: id, requested_by: id.optional(), message: z.string() }).passthrough(),
   },
+  'notification.created': {
+    description:
+      "Internal, never delivered to webhooks: a notification for a user (a bot's webhook failed, was paused or turned off); the notifications bot relays it as a DM",
+    data: z.object({
+      notification_id: id,
+      user_id: id,
+      kind: z.string(),
+      title: z.string(),
+      body: z.string(),
+      data: z.record(z.string(), z.unknown()),
+    }),
+  },
   'resources.changed': {
     description:
       'Internal, never delivered to webhooks: the MCP resources (channels, topics, DM rooms) of these bots changed',
@@ -217,8 +229,11 @@ export const DIRECTED_EVENT_TYPES = [
   'webhook.test',
 ] as const satisfies readonly EventType[];
 
-/** Never leaves the server (MCP sessions only). */
-export const INTERNAL_EVENT_TYPES = ['resources.changed'] as const satisfies readonly EventType[];
+/** Never leave the server: resources.changed (MCP sessions), notification.created (built-in bots). */
+export const INTERNAL_EVENT_TYPES = [
+  'resources.changed',
+  'notification.created',
+] as const satisfies readonly EventType[];
 
 /** An event as operations emit it (typed by its kind); the outbox adds id, sequence and timestamp. */
 export type DomainEvent = {
