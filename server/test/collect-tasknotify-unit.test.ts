@@ -196,12 +196,12 @@ describe('task notification texts', () => {
 
   it('writes one line per event', () => {
     expect(eventLine({ kind: 'created', task, assignee: 'Ann', by: 'Bob' }, place)).toBe(
-      '🆕 **Task created** in [Web › Design](http://x/#/topic/t): `abcdef01` Ship \\*it\\* — assigned to **Ann** · due 2026-11-30 · high · by Bob',
+      '🆕 **Task created** in [Web › Design](http://x/#/topic/t): `cdef0123` Ship \\*it\\* — assigned to **Ann** · due 2026-11-30 · high · by Bob',
     );
     expect(
       eventLine({ kind: 'assigned', task, assignee: null, previous: 'Ann', by: 'Bob' }, place),
     ).toContain(
-      '**Task unassigned** in [Web › Design](http://x/#/topic/t): `abcdef01` Ship \\*it\\* — unassigned (was Ann)',
+      '**Task unassigned** in [Web › Design](http://x/#/topic/t): `cdef0123` Ship \\*it\\* — unassigned (was Ann)',
     );
     expect(
       eventLine({ kind: 'status', task, status: 'in_progress', previous: 'todo', by: 'Ann' }, place),

@@ -137,7 +137,7 @@ describe('task notifications bot', () => {
     });
     expect(created!.content).toContain(`in [${projectName} › Design](`);
     expect(created!.content).toContain(
-      `\`${t.id.slice(0, 8)}\` Hero \\*banner\\* — assigned to **${name(bob)}** · due ${day(3)} · high · by ${name(ann)}`,
+      `\`${t.id.slice(-8)}\` Hero \\*banner\\* — assigned to **${name(bob)}** · due ${day(3)} · high · by ${name(ann)}`,
     );
     expectStatus(await bob.api.patch(`/api/tasks/${t.id}`, { status: 'in_progress' }), 200);
     const [status] = await waitFor('status line', async () => {
@@ -215,10 +215,10 @@ describe('task notifications bot', () => {
     );
     expect(Date.parse(d!.created_at)).toBeGreaterThanOrEqual(at);
     expect(d!.content).toContain(
-      `**Overdue (1)**\n- \`${overdue.id.slice(0, 8)}\` Fix footer · due ${day(-2)} · ${name(bob)} · Design`,
+      `**Overdue (1)**\n- \`${overdue.id.slice(-8)}\` Fix footer · due ${day(-2)} · ${name(bob)} · Design`,
     );
     expect(d!.content).toContain(
-      `**Due soon (1)**\n- \`${today.id.slice(0, 8)}\` Book venue · due ${day(0)} · unassigned · ${topic2Name}`,
+      `**Due soon (1)**\n- \`${today.id.slice(-8)}\` Book venue · due ${day(0)} · unassigned · ${topic2Name}`,
     );
     expect(d!.content).not.toContain('Later thing');
     expect(d!.content).not.toContain('Old but done');

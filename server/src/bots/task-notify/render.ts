@@ -1,3 +1,4 @@
+import { shortId } from '../format.js';
 import { md, oneLine } from '../platform-kit/text.js';
 import { addDays } from '../platform-kit/time.js';
 import { TN_LIMITS, type Sub, type TaskEventKind } from './model.js';
@@ -20,7 +21,8 @@ export interface Place {
   link: string;
 }
 
-const ref = (t: TaskLike) => `\`${t.id.slice(0, 8)}\` ${md(oneLine(t.title, 120))}`;
+/** The task's reference, as `/task list` shows it and `/task done` takes it. */
+const ref = (t: TaskLike) => `\`${shortId(t.id)}\` ${md(oneLine(t.title, 120))}`;
 const where = (p: Place) => `[${md(p.project)} › ${md(p.topic)}](${p.link})`;
 
 export type TaskEventLine =
