@@ -314,6 +314,14 @@ export function Chat({ shell }: { shell: Shell }) {
                 await ok(api.DELETE('/api/messages/{id}', { params: { path: { id: m.id } } }));
                 state.remove(m.id);
               }}
+              invoke={async (m, actionId, value) => {
+                await ok(
+                  api.POST('/api/messages/{id}/actions', {
+                    params: { path: { id: m.id } },
+                    body: { action_id: actionId, ...(value !== undefined ? { value } : {}) },
+                  }),
+                );
+              }}
             />
             {roomNotes.length > 0 && (
               <ul class="notes" aria-label="Only visible to you">

@@ -1,6 +1,7 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import type { Message, User } from '../api/types';
 import { renderMessage } from '../markdown';
+import { MessageActions } from './actions';
 import { senderName, type Directory } from './directory';
 import { useVirtualizer } from './virtual';
 
@@ -17,6 +18,8 @@ export interface ListProps {
   loadOlder(): void;
   edit(m: Message, content: string): Promise<void>;
   remove(m: Message): Promise<void>;
+  /** Clicks a button or chooses an option of a bot message's actions. */
+  invoke(m: Message, actionId: string, value?: string): Promise<void>;
 }
 
 /**
@@ -151,6 +154,9 @@ function MessageItem(props: ListProps & { m: Message }) {
         </div>
       ) : (
         <div class="content" dangerouslySetInnerHTML={{ __html: renderMessage(m.content, m.content_html) }} />
+      )}
+      {m.sender_type === 'bot' && m.actions && m.actions.length > 0 && (
+        <MessageActions m={m} botName={name} invoke={props.invoke} />
       )}
       {error !== null && (
         <p class="error" role="alert">
