@@ -46,7 +46,21 @@ describe('stand-up bot disabled by the system administrator', () => {
     expectStatus(await w2.admin.api.patch('/api/builtin-bots/standup', { status: 'disabled' }), 200);
     const refused = await user.api.post('/api/commands/execute', { text: '/standup show', channel_id: ch });
     expect(refused.status).toBe(403);
-    expect(refused.body.error.message).toContain('disabled by the system administrator');
+    expect(refused.body.error.message).toContain(
+      '/standup is unavailable: the built-in bot Stand-up is disabled by the system administrator',
+    );
+    // The same for the other platform bots of this issue.
+    for (const [key, text] of [
+      ['collect', '/collect list'],
+      ['task-notify', '/tasknotify list'],
+    ] as const) {
+      expect((await user.api.post('/api/commands/execute', { text, channel_id: ch })).status).toBe(202);
+      expectStatus(await w2.admin.api.patch(`/api/builtin-bots/${key}`, { status: 'disabled' }), 200);
+      const r = await user.api.post('/api/commands/execute', { text, channel_id: ch });
+      expect(r.status, text).toBe(403);
+      expect(r.body.error.message).toContain('disabled by the system administrator');
+      expectStatus(await w2.admin.api.patch(`/api/builtin-bots/${key}`, { status: 'active' }), 200);
+    }
     // The time passes: no question comes.
     while (Date.now() < at + 8_000) await sleep(500);
     expect(await dmsFromBot(user, bot)).toHaveLength(0);

@@ -237,6 +237,15 @@ describe('stand-up texts', () => {
     expect(text.match(/\*\*a former member\*\*/g)).toHaveLength(60); // every member is still there
   });
 
+  it('fits the bot data limit too when answers are multi-byte', async () => {
+    const { jsonBytes } = await import('../src/bots/platform-kit/text.js');
+    const many = Array.from({ length: 100 }, (_, i) => `u${i}`);
+    const answers = new Map(many.map((u) => [u, p(u, '漢'.repeat(2000), '字'.repeat(2000))]));
+    const text = summaryText({ ...run, participants: many }, answers, new Map());
+    expect(jsonBytes(text)).toBeLessThanOrEqual(STANDUP_LIMITS.summaryBytes);
+    expect(text).toContain('100 of 100 answered');
+  });
+
   it('shows a set-up', () => {
     const c: StandupConfig = {
       channel_id: 'c',
