@@ -140,6 +140,7 @@ export class WorkroomClient {
         dm_room_id: i.dmRoomId,
         content: i.content,
         ...(i.contentHtml !== undefined ? { content_html: i.contentHtml } : {}),
+        ...(i.actions !== undefined ? { actions: i.actions } : {}),
       } as SendMessageArgs,
       opts,
     );
@@ -158,7 +159,10 @@ export class WorkroomClient {
     );
   }
 
-  /** Replaces a message the bot sent (PUT: omitting contentHtml clears it); emits message.updated. */
+  /**
+   * Replaces a message the bot sent (PUT: omitting contentHtml clears it; omitting actions keeps them,
+   * `actions: null` removes them); emits message.updated, which every client shows live.
+   */
   async updateMessage(messageId: string, input: UpdateMessageInput, opts?: CallOptions): Promise<Message> {
     return this.#http.request<Message>(
       {
@@ -167,6 +171,7 @@ export class WorkroomClient {
         body: {
           content: input.content,
           ...(input.contentHtml !== undefined ? { content_html: input.contentHtml } : {}),
+          ...(input.actions !== undefined ? { actions: input.actions } : {}),
         },
         idempotent: true,
       },
@@ -190,6 +195,7 @@ export class WorkroomClient {
           user_id: input.userId,
           content: input.content,
           ...(input.contentHtml !== undefined ? { content_html: input.contentHtml } : {}),
+          ...(input.actions !== undefined ? { actions: input.actions } : {}),
         },
         idempotent: true,
       },

@@ -35,6 +35,8 @@ export type TaskAssignedData = EventDataMap['task.assigned'];
 export type ChannelUpdatedData = EventDataMap['channel.updated'];
 export type MemberEventData = EventDataMap['member.joined'];
 export type WebhookTestData = EventDataMap['webhook.test'];
+/** A user clicked a button or chose an option of one of the bot's messages (docs/ACTIONS.md). */
+export type ActionInvokedData = EventDataMap['action.invoked'];
 /** A job the bot scheduled is due (docs/SCHEDULER.md); sent to that bot only. */
 export type JobDueData = EventDataMap['job.due'];
 

@@ -12,6 +12,7 @@ export {
   type Handler,
   type HandlerContext,
   type CommandHandler,
+  type ActionHandler,
   type CommandReply,
   type Logger,
 } from './webhooks/receiver.js';

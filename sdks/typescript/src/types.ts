@@ -51,19 +51,34 @@ type EditBody = BodyOf<Operation<'/api/messages/{id}', 'put'>>;
 type RegisterBody = BodyOf<Operation<'/api/bots/{botId}/commands', 'post'>>;
 type DmBody = BodyOf<Operation<'/api/bots/{botId}/dm-messages', 'post'>>;
 
+/**
+ * A button or select a bot puts on its message (docs/ACTIONS.md): at most 10 per message, ids unique
+ * within it; users' clicks arrive as `action.invoked` (`receiver.action(...)`).
+ */
+export type MessageActionInput = NonNullable<SendBody['actions']>[number];
+export type ButtonActionInput = Extract<MessageActionInput, { type: 'button' }>;
+export type SelectActionInput = Extract<MessageActionInput, { type: 'select' }>;
+/** An action as messages and events show it (normalized: `style` and `placeholder` always present). */
+export type MessageAction = NonNullable<Message['actions']>[number];
+
 export type SendMessageInput = {
   content: SendBody['content'];
   contentHtml?: SendBody['content_html'];
+  /** Buttons and selects under the message (bots only). */
+  actions?: SendBody['actions'];
 } & Target;
 export interface UpdateMessageInput {
   content: EditBody['content'];
   /** Omitting it clears the HTML body (PUT replaces). */
   contentHtml?: EditBody['content_html'];
+  /** Replaces the message's actions; `null` or `[]` removes them; omitted keeps them as they are. */
+  actions?: EditBody['actions'];
 }
 export interface SendDmInput {
   userId: DmBody['user_id'];
   content: DmBody['content'];
   contentHtml?: DmBody['content_html'];
+  actions?: DmBody['actions'];
 }
 export interface RegisterCommandInput {
   command: RegisterBody['command'];

@@ -1,6 +1,12 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { AnyWebhookEvent, CommandInvokedData, EventType, WebhookEvent } from '../events.js';
+import type {
+  ActionInvokedData,
+  AnyWebhookEvent,
+  CommandInvokedData,
+  EventType,
+  WebhookEvent,
+} from '../events.js';
 import { DEFAULT_TOLERANCE_SECONDS, verifySignature } from './verify.js';
 
 /**
@@ -8,7 +14,9 @@ import { DEFAULT_TOLERANCE_SECONDS, verifySignature } from './verify.js';
  * before parsing, drop a repeated `webhook-id`, answer 200 at once, then run the handlers — so a slow
  * handler never makes the server time out (5 s) and retry. The exception is `command.invoked`: the
  * server posts the JSON `{ content, ephemeral? }` of the answer as the bot's reply, so that answer waits
- * for the command handler, bounded by `commandTimeoutMs` (below the server's 5 s).
+ * for the command handler, bounded by `commandTimeoutMs` (below the server's 5 s). A click on one of
+ * the bot's message actions (`action.invoked`) is an ordinary event: its handlers (`action(...)`) run
+ * after the 200, and the bot answers by editing its message (`client.updateMessage`).
  */
 
 export interface Logger {
@@ -54,6 +62,13 @@ export type CommandHandler = (
   ctx: HandlerContext & { signal: AbortSignal },
 ) => CommandReply | Promise<CommandReply>;
 
+/** Handles a click on one of the bot's message actions (a button, or an option of a select). */
+export type ActionHandler = (
+  action: ActionInvokedData,
+  event: WebhookEvent<'action.invoked'>,
+  ctx: HandlerContext,
+) => void | Promise<void>;
+
 const consoleLogger: Logger = {
   // eslint-disable-next-line no-console
   error: (m, err) => console.error(`[workroom] ${m}`, err ?? ''),
@@ -84,6 +99,8 @@ export class WebhookReceiver {
   readonly #o: Required<Omit<WebhookReceiverOptions, 'host'>> & { host: string | undefined };
   readonly #handlers = new Map<string, AnyHandler[]>();
   readonly #commands = new Map<string, CommandHandler>();
+  /** Action handlers by action id ('*': every action). */
+  readonly #actions = new Map<string, ActionHandler[]>();
   /** Seen webhook-ids; for commands, the reply they produced (a repeat answers the same reply). */
   readonly #seen: RecentIds<Promise<Reply> | null>;
   #server: Server | undefined;
@@ -126,6 +143,22 @@ export class WebhookReceiver {
    */
   command(name: string, handler: CommandHandler): this {
     this.#commands.set(name.replace(/^\//, '').toLowerCase(), handler);
+    return this;
+  }
+
+  /**
+   * Handles clicks on the bot's message actions with these ids (`'*'` or no ids: every action), after
+   * the 200 like `on()` handlers: `receiver.action('approve', (a) => client.updateMessage(a.message_id,
+   * { content: `Approved by ${a.user.display_name}`, actions: null }))`. Same as
+   * `on('action.invoked', …)` filtered by `data.action_id`.
+   */
+  action(actionIds: string | readonly string[], handler: ActionHandler): this {
+    const ids = typeof actionIds === 'string' ? [actionIds] : actionIds.length > 0 ? actionIds : ['*'];
+    for (const id of ids) {
+      const list = this.#actions.get(id) ?? [];
+      list.push(handler);
+      this.#actions.set(id, list);
+    }
     return this;
   }
 
@@ -252,6 +285,14 @@ export class WebhookReceiver {
 
   #dispatch(event: AnyWebhookEvent, ctx: HandlerContext): void {
     const handlers = [...(this.#handlers.get(event.event_type) ?? []), ...(this.#handlers.get('*') ?? [])];
+    if (event.event_type === 'action.invoked' && typeof event.data?.action_id === 'string') {
+      const e = event;
+      const chosen = new Set([
+        ...(this.#actions.get(e.data.action_id) ?? []),
+        ...(this.#actions.get('*') ?? []),
+      ]);
+      for (const a of chosen) handlers.push(() => a(e.data, e, ctx));
+    }
     for (const h of handlers) {
       const run = (async () => {
         try {
