@@ -261,6 +261,48 @@ describe('built-in bots', () => {
     });
   });
 
+  describe('platform bots: joining where their command is used', () => {
+    it('a member using /standup in a channel adds the bot; any member may remove it; a non-member cannot add it', async () => {
+      const standup = await rowOf(ann, orgA.id, 'standup');
+      expect(standup).toMatchObject({ type: 'platform', created_by: null });
+      const ch = await w.channel(ann.api, { name: uniq('standup') });
+      expectStatus(await ann.api.post(`/api/channels/${ch}/members`, { user_id: ben.id }), 201);
+      const botsIn = async () =>
+        (expectStatus(await ann.api.get(`/api/channels/${ch}/members`), 200).items as any[])
+          .filter((m) => m.member_type === 'bot')
+          .map((m) => m.member_id);
+      expect(await botsIn()).toEqual([]);
+      // A user of the organization who is not a member of the (public) channel may not add it.
+      const outsider = await w.user({ organization_id: orgA.id });
+      const refused = await run(outsider, '/standup show', { channel_id: ch });
+      expect(refused.status).toBe(403);
+      expect(await botsIn()).toEqual([]);
+      // A member may: the bot joins, then handles the command.
+      const r = expectStatus(await run(ann, '/standup show', { channel_id: ch }), 202);
+      expect(r.delivery.status).toBe('delivered');
+      expect(await botsIn()).toEqual([standup.id]);
+      // Ben, a plain member (not the channel's creator, not an admin), sends it away.
+      expectStatus(await ben.api.delete(`/api/channels/${ch}/members/bots/${standup.id}`), 200);
+      expect(await botsIn()).toEqual([]);
+      // He still may not remove Ann (only the creator or an admin removes other users).
+      expect((await ben.api.delete(`/api/channels/${ch}/members/users/${ann.id}`)).status).toBe(403);
+      // In a DM room nobody can add it: the command is refused.
+      const dm = expectStatus(await ann.api.post('/api/dm-rooms', { user_ids: [ben.id] }), 201);
+      expect((await run(ann, '/standup show', { dm_room_id: dm.id })).status).toBe(403);
+    });
+
+    it("another organization's platform bot cannot be added (404); each organization uses its own", async () => {
+      const theirs = await rowOf(bea, orgB.id, 'standup');
+      const mine = await rowOf(ann, orgA.id, 'standup');
+      expect(theirs.id).not.toBe(mine.id);
+      const ch = await w.channel(ann.api);
+      expect((await ann.api.post(`/api/channels/${ch}/members`, { bot_id: theirs.id })).status).toBe(404);
+      expectStatus(await run(ann, '/standup show', { channel_id: ch }), 202);
+      const members = expectStatus(await ann.api.get(`/api/channels/${ch}/members`), 200).items as any[];
+      expect(members.filter((m) => m.member_type === 'bot').map((m) => m.member_id)).toEqual([mine.id]);
+    });
+  });
+
   describe('tasks bot', () => {
     let topicId: string;
     let projectId: string;
