@@ -6,16 +6,22 @@
  *     timestamp to its arrival at the receiver. Goal p99 ≤ 100 ms.
  *  3. REST POST throughput with 50 subscribed bots against none. Goal ≥ 0.8×.
  * The receiver is a separate process (so that neither side's CPU is counted for the other). With
- * BENCH_PG_URL set, Workroom runs on that PostgreSQL; otherwise on SQLite.
+ * BENCH_PG_URL set, Workroom runs on that PostgreSQL; otherwise on SQLite. BENCH_FANOUT_PHASES picks
+ * phases (comma-separated: deliveries, latency, rest; default all). The machine's load average is
+ * printed with the results: on a shared machine, compare only figures taken at a similar load.
+ * BENCH_FANOUT_RATE sets the event rate of the latency phase (default 200 a second).
  */
 import { spawn } from 'node:child_process';
 import { Agent, request } from 'node:http';
+import { loadavg } from 'node:os';
 import { signDelivery } from '../server/src/delivery/sign.js';
 import { api, fmt, freePort, load, seed, startWorkroom, type LoadResult } from './lib.js';
 
 const BOTS = 50;
 const MESSAGES = Number(process.env.BENCH_FANOUT_MESSAGES ?? 200);
 const SECRET = `whsec_${Buffer.alloc(32, 7).toString('base64')}`;
+const PHASES = new Set((process.env.BENCH_FANOUT_PHASES ?? 'deliveries,latency,rest').split(','));
+const load1 = () => loadavg()[0]!.toFixed(2);
 
 // --- the receiver: counts requests per path, keeps arrival times and the envelope timestamp ---
 const RECEIVER = `
@@ -144,61 +150,78 @@ try {
     return rx.arrivals();
   };
 
+  const out: string[] = [`\nWebhook fan-out (${pgUrl ? 'PostgreSQL' : 'SQLite'}, ${BOTS} bots)`];
+  const print = (line: string) => {
+    out.push(line);
+    console.error(line); // as it comes, for long runs
+  };
+
   // 1. Deliveries per second: MESSAGES × 50 bots.
-  const refRate = await reference(rx.url, MESSAGES * BOTS, 64);
-  await rx.arrivals(true);
-  await subscribe(['message.created']);
-  const t0 = Date.now();
-  for (let i = 0; i < MESSAGES; i += 20)
-    await Promise.all(Array.from({ length: 20 }, (_, k) => postMessage(i + k)));
-  const got = await waitForBotArrivals(MESSAGES * BOTS, 120_000);
-  const last = Math.max(...got.map(([at]) => at));
-  const wrRate = got.length / ((last - t0) / 1000);
-  await rx.arrivals(true);
+  if (PHASES.has('deliveries')) {
+    const loadBefore = load1();
+    const refRate = await reference(rx.url, MESSAGES * BOTS, 64);
+    await rx.arrivals(true);
+    await subscribe(['message.created']);
+    const t0 = Date.now();
+    for (let i = 0; i < MESSAGES; i += 20)
+      await Promise.all(Array.from({ length: 20 }, (_, k) => postMessage(i + k)));
+    const got = await waitForBotArrivals(MESSAGES * BOTS, 120_000);
+    const last = Math.max(...got.map(([at]) => at));
+    const wrRate = got.length / ((last - t0) / 1000);
+    await rx.arrivals(true);
+    await subscribe([]);
+    print(
+      `  deliveries/s: reference (bare signed POSTs, 64 at a time) ${refRate.toFixed(0)}, ` +
+        `workroom ${wrRate.toFixed(0)} (${got.length} deliveries)  ratio ${(wrRate / refRate).toFixed(2)}` +
+        `  [load ${loadBefore} → ${load1()}]`,
+    );
+  }
 
   // 2. Latency at a steady 200 events/s to one subscribed bot, for 10 s.
-  await subscribe([]);
-  await subscribe(['message.created'], [bots[0]!]);
-  await sleep(500);
-  await rx.arrivals(true);
-  const rate = 200;
-  const seconds = 10;
-  const start = Date.now();
-  const inflight: Promise<unknown>[] = [];
-  for (let i = 0; i < rate * seconds; i++) {
-    const due = start + (i * 1000) / rate;
-    const wait = due - Date.now();
-    if (wait > 0) await sleep(wait);
-    inflight.push(postMessage(i).catch(() => undefined));
+  if (PHASES.has('latency')) {
+    const loadBefore = load1();
+    await subscribe(['message.created'], [bots[0]!]);
+    await sleep(500);
+    await rx.arrivals(true);
+    const rate = Number(process.env.BENCH_FANOUT_RATE ?? 200);
+    const seconds = 10;
+    const start = Date.now();
+    const inflight: Promise<unknown>[] = [];
+    for (let i = 0; i < rate * seconds; i++) {
+      const due = start + (i * 1000) / rate;
+      const wait = due - Date.now();
+      if (wait > 0) await sleep(wait);
+      inflight.push(postMessage(i).catch(() => undefined));
+    }
+    await Promise.all(inflight);
+    const lat = (await waitForBotArrivals(rate * seconds, 30_000))
+      .filter(([, ts]) => ts !== null)
+      .map(([at, ts]) => at - Date.parse(ts!))
+      .sort((a, b) => a - b);
+    await rx.arrivals(true);
+    await subscribe([], [bots[0]!]);
+    print(
+      `  event → first attempt at ${rate} events/s: p50 ${pct(lat, 0.5).toFixed(0)} ms, ` +
+        `p99 ${pct(lat, 0.99).toFixed(0)} ms, max ${lat[lat.length - 1]?.toFixed(0)} ms (${lat.length} events)` +
+        `  [load ${loadBefore} → ${load1()}]`,
+    );
   }
-  await Promise.all(inflight);
-  const lat = (await waitForBotArrivals(rate * seconds, 30_000))
-    .filter(([, ts]) => ts !== null)
-    .map(([at, ts]) => at - Date.parse(ts!))
-    .sort((a, b) => a - b);
 
   // 3. REST throughput: none subscribed, then 50 subscribed (last: the deliveries it makes are not
   // waited for; they would take long at this rate and the server stops after).
-  await subscribe([]);
-  await sleep(500);
-  const none1 = await restLoad();
-  await subscribe(['message.created']);
-  const with50 = await restLoad();
-
-  const row = (name: string, r: LoadResult, ref: LoadResult) =>
-    `  ${name.padEnd(44)} ${fmt(r)}  ratio ${(r.rps / ref.rps).toFixed(2)}`;
-  console.log(`\nWebhook fan-out (${pgUrl ? 'PostgreSQL' : 'SQLite'}, ${BOTS} bots)`);
-  console.log(
-    `  deliveries/s: reference (bare signed POSTs, 64 at a time) ${refRate.toFixed(0)}, ` +
-      `workroom ${wrRate.toFixed(0)} (${got.length} deliveries)  ratio ${(wrRate / refRate).toFixed(2)}`,
-  );
-  console.log(
-    `  event → first attempt at ${rate} events/s: p50 ${pct(lat, 0.5).toFixed(0)} ms, ` +
-      `p99 ${pct(lat, 0.99).toFixed(0)} ms, max ${lat[lat.length - 1]?.toFixed(0)} ms (${lat.length} events)`,
-  );
-  console.log('  REST POST a message:');
-  console.log(row('no bot subscribed', none1, none1));
-  console.log(row(`${BOTS} bots subscribed (message.created)`, with50, none1));
+  if (PHASES.has('rest')) {
+    const loadBefore = load1();
+    await sleep(500);
+    const none1 = await restLoad();
+    await subscribe(['message.created']);
+    const with50 = await restLoad();
+    const row = (name: string, r: LoadResult, ref: LoadResult) =>
+      `  ${name.padEnd(44)} ${fmt(r)}  ratio ${(r.rps / ref.rps).toFixed(2)}`;
+    print(`  REST POST a message:  [load ${loadBefore} → ${load1()}]`);
+    print(row('no bot subscribed', none1, none1));
+    print(row(`${BOTS} bots subscribed (message.created)`, with50, none1));
+  }
+  console.log(out.join('\n'));
 } finally {
   await wr.stop();
   rx.stop();

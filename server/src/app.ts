@@ -4,9 +4,11 @@ import type { Logger } from 'pino';
 import { loadEncryptionKey, bootstrapIfEmpty } from './bootstrap.js';
 import type { Config } from './config/config.js';
 import { TokenBucketLimiter } from './domain/token-bucket.js';
+import { BuiltinReceiver } from './bots/receiver.js';
 import { BUILTIN_BOTS } from './bots/registry.js';
 import { BuiltinBotRuntime } from './bots/runtime.js';
 import { WebhookDeliveryService } from './delivery/deliveries.js';
+import { ForegroundMeter } from './delivery/pacer.js';
 import { EventBus } from './events/bus.js';
 import { OutboxReader } from './events/outbox-reader.js';
 import { Lifecycle } from './runtime/lifecycle.js';
@@ -25,6 +27,7 @@ import { BlobStore } from './storage/blobs.js';
 import { ReaderFeed } from './realtime/feed.js';
 import { RealtimeHub } from './realtime/hub.js';
 import { openDatabase } from './storage/database.js';
+import { listenPostgres } from './storage/pg-listen.js';
 import { Storage } from './storage/storage.js';
 import { allRoutes } from './transports/http/routes/index.js';
 import { createHttpHandler } from './transports/http/server.js';
@@ -80,14 +83,28 @@ export async function startApp(
   };
   lifecycle.add(new IdempotencyPurger(services));
   // Built-in bots (bots/, docs/BUILTIN-BOTS.md): installed in every organization at start; their
-  // commands run in process (the dispatcher hands them over), and so do their scheduled jobs.
+  // commands run in process; their deliveries reach them through `builtinReceiver`.
   const builtinBots = lifecycle.add(new BuiltinBotRuntime(services, BUILTIN_BOTS));
   services.commands.useInProcess(builtinBots);
+  const builtinReceiver = new BuiltinReceiver(builtinBots);
   const mcp = new McpEndpoint(services);
   if (mcp.sessions) lifecycle.add(mcp.sessions);
   // The ordered outbox stream (events/outbox-reader.ts) and the webhook fan-out + worker that consume it.
-  const outbox = lifecycle.add(new OutboxReader(storage, services.bus, log));
-  lifecycle.add(new WebhookDeliveryService(services, outbox));
+  // On PostgreSQL it hears other instances' events through LISTEN/NOTIFY. Deliveries are paced while
+  // requests are served (delivery/pacer.ts): `foreground` counts the requests in flight.
+  const db = config.database;
+  const outbox = lifecycle.add(
+    new OutboxReader(storage, services.bus, log, {
+      ...(db.kind === 'postgres' && {
+        listen: (channel, onPayload) =>
+          listenPostgres(db.url, channel, onPayload, {
+            onError: (err) => log.warn({ err }, 'outbox LISTEN'),
+          }),
+      }),
+    }),
+  );
+  const foreground = new ForegroundMeter();
+  lifecycle.add(new WebhookDeliveryService(services, outbox, { inProcess: builtinReceiver, foreground }));
   const realtime = lifecycle.add(new RealtimeHub(services, new ReaderFeed(outbox)));
   services.commands.usePush(realtime); // ephemeral command replies reach the invoker's live connections
   // The durable scheduler: due jobs → built-in bots' handlers in process, custom bots' job.due events.
@@ -116,8 +133,10 @@ export async function startApp(
     },
     (req, res) => {
       inFlight++;
+      foreground.begin();
       res.on('close', () => {
         inFlight--;
+        foreground.end();
         if (inFlight === 0) idle?.();
       });
       handler(req, res);

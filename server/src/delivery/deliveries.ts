@@ -1,14 +1,19 @@
 import type { OutboxReader } from '../events/outbox-reader.js';
 import type { Services } from '../operations/context.js';
 import { Fanout } from './fanout.js';
+import type { InProcessReceiver } from './in-process.js';
 import { OutboundClient } from './outbound.js';
+import { Pacer, type ForegroundMeter } from './pacer.js';
 import { DeliveryWorker } from './worker.js';
 
 /**
  * Outgoing webhooks as one long-lived service of the app: the fan-out (outbox → delivery rows) and the
  * worker (delivery rows → signed POSTs), with the outbound client they share. Registered in app.ts
  * after the outbox reader; on shutdown the worker drains (attempts in flight finish or are handed
- * back) before storage closes.
+ * back, and finished ones are recorded) before storage closes.
+ *
+ * `foreground` (app.ts counts requests in flight) paces both while requests are being served
+ * (delivery/pacer.ts); `inProcess` delivers to built-in bots (delivery/in-process.ts).
  */
 export class WebhookDeliveryService {
   readonly name = 'webhooks';
@@ -16,8 +21,13 @@ export class WebhookDeliveryService {
   readonly fanout: Fanout;
   readonly #client: OutboundClient;
 
-  constructor(services: Services, reader: OutboxReader, opts: { pollMs?: number } = {}) {
+  constructor(
+    services: Services,
+    reader: OutboxReader,
+    opts: { pollMs?: number; inProcess?: InProcessReceiver; foreground?: ForegroundMeter } = {},
+  ) {
     const w = services.config.webhooks;
+    const pacer = new Pacer(opts.foreground);
     this.#client = new OutboundClient({
       allowPrivate: w.allowPrivateUrls,
       allowedRanges: w.allowedRanges,
@@ -30,14 +40,16 @@ export class WebhookDeliveryService {
       webhooks: w,
       encryptionKey: services.encryptionKey,
       client: this.#client,
+      pacer,
       ...(opts.pollMs !== undefined && { pollMs: opts.pollMs }),
+      ...(opts.inProcess && { inProcess: opts.inProcess }),
     });
-    this.fanout = new Fanout(services.storage, reader, services.log, () => this.worker.wake());
+    this.fanout = new Fanout(services.storage, reader, services.log, this.worker, pacer);
   }
 
   start(): void {
-    this.fanout.start();
     this.worker.start();
+    this.fanout.start();
   }
 
   async drain(deadlineMs: number): Promise<void> {

@@ -1,9 +1,13 @@
+import type { Selectable } from 'kysely';
 import type { Logger } from 'pino';
 import { newId, nowIso } from '../domain/ids.js';
 import type { OutboxEvent, OutboxReader } from '../events/outbox-reader.js';
 import type { DeliveryRow } from '../storage/schema.js';
 import type { Storage } from '../storage/storage.js';
+import type { NewDelivery, ReceivingBot } from '../storage/stores/deliveries.js';
 import type { Stores } from '../storage/stores/index.js';
+import { Pacer } from './pacer.js';
+import type { Claimed, DeliveryWorker } from './worker.js';
 
 /**
  * Fan-out: outbox → one `webhook_deliveries` row per bot that should receive the event. It reads the
@@ -15,7 +19,8 @@ import type { Stores } from '../storage/stores/index.js';
  * Who receives what (docs/WEBHOOKS.md "Who receives which events"):
  *  - a bot receives the types in its `events` list, only from containers it reaches when the event is
  *    fanned out: a channel it is a member of, a topic of a project it is a member of, a DM room it is
- *    part of; only in its own organization; only while it is active and has a webhook URL;
+ *    part of; only in its own organization; only while it is active and has a webhook URL (or is a
+ *    built-in bot and the worker delivers in process);
  *  - member.joined / member.left also reach the bot that joined or left (if subscribed);
  *  - command.invoked is not fanned out: commands.execute sends it to its bot at once and tells the user
  *    the outcome (operations/commands/dispatch.ts); a second delivery would run the command twice.
@@ -28,6 +33,13 @@ import type { Stores } from '../storage/stores/index.js';
  *    that answers every message would otherwise answer itself forever;
  *  - loop guard: bot-to-bot ping-pong is cut by a per (bot, container) budget of messages written by
  *    bots (LOOP_BUDGET per minute); deliveries over it are recorded as failed with the reason, visibly.
+ *
+ * Cost (docs/WEBHOOKS.md "Performance"): one transaction per batch of events (up to BATCH events, cut
+ * after MAX_ROWS rows, fewer while requests are being served), with one query for the bots of the
+ * batch's organizations, one per container kind for the bot members of all its containers, one for the
+ * projects of its topics, and the rows inserted without building a query per row. A delivery the worker
+ * has a free slot for is inserted already leased and handed to it after the commit (worker.ts
+ * "hand-off"): no claim and no wait for a poll between the event and its first attempt.
  */
 
 export const FANOUT_CURSOR = 'webhook-fanout';
@@ -35,7 +47,13 @@ export const FANOUT_CURSOR = 'webhook-fanout';
 const NOT_FANNED_OUT = new Set(['resources.changed', 'command.invoked']);
 /** Outbox events for one bot, `data.bot_id`, whatever its subscriptions (see above). */
 const TO_OWNING_BOT = new Set(['action.invoked']);
+/** Outbox events for one bot, `data.bot_id`, without a subscription or a container (see above). */
+const DIRECT_TO_BOT = new Set(['job.due']);
 const BATCH = 500;
+/** Rows one pass inserts at most (then the cursor stops after the event that reached it). */
+const MAX_ROWS = 2000;
+/** The same while background work is paced (requests queue up): a shorter hold of the (SQLite) writer. */
+const MAX_ROWS_BUSY = 250;
 const LOOP_BUDGET = 60;
 const LOOP_WINDOW_MS = 60_000;
 
@@ -43,6 +61,7 @@ type Container = { kind: 'channel' | 'project' | 'dm_room'; id: string };
 interface Candidate {
   id: string;
   events: Set<string>;
+  bot: ReceivingBot;
 }
 
 export class Fanout {
@@ -50,6 +69,9 @@ export class Fanout {
   #running: Promise<void> | undefined;
   #again = false;
   #stopped = false;
+  #retry: NodeJS.Timeout | undefined;
+  /** The cursor row exists (it is created once, then only moved). */
+  #cursorRow = false;
   /** Recent bot-authored messages delivered per `${bot}:${container}` (event times, ms). */
   readonly #loopWindow = new Map<string, number[]>();
 
@@ -57,8 +79,8 @@ export class Fanout {
     private readonly storage: Storage,
     private readonly reader: OutboxReader,
     private readonly log: Logger,
-    /** Called after deliveries were created (wakes the worker). */
-    private readonly onDeliveries: () => void,
+    private readonly worker: DeliveryWorker,
+    private readonly pacer: Pacer = new Pacer(),
   ) {}
 
   start(): void {
@@ -70,6 +92,7 @@ export class Fanout {
   async stop(): Promise<void> {
     this.#stopped = true;
     this.#unsubscribe?.();
+    clearTimeout(this.#retry);
     await this.#running;
   }
 
@@ -84,14 +107,13 @@ export class Fanout {
         do {
           this.#again = false;
           while (!this.#stopped) {
-            const { read, created } = await this.#pass();
-            if (created > 0) this.onDeliveries();
-            if (read < BATCH) break;
+            await this.pacer.ready();
+            if (this.#stopped || !(await this.#pass())) break;
           }
         } while (this.#again && !this.#stopped);
       } catch (err) {
         this.log.error({ err }, 'webhook fan-out failed; retrying');
-        if (!this.#stopped) setTimeout(() => void this.pump(), 1000).unref();
+        if (!this.#stopped) this.#retry = setTimeout(() => void this.pump(), 1000).unref();
       } finally {
         this.#running = undefined;
       }
@@ -99,97 +121,175 @@ export class Fanout {
     return this.#running;
   }
 
-  async #pass(): Promise<{ read: number; created: number }> {
-    return this.storage.transaction(async (stores) => {
-      const now = nowIso();
-      const cursor = await stores.deliveries.lockCursor(FANOUT_CURSOR, now);
-      const events = await this.reader.readAfter(cursor, BATCH, stores.db);
-      if (events.length === 0) return { read: 0, created: 0 };
-      const rows = await this.#plan(stores, events, now);
-      await stores.deliveries.insertMany(rows);
-      await stores.deliveries.setCursor(FANOUT_CURSOR, events[events.length - 1]!.position, now);
-      return { read: events.length, created: rows.length };
-    });
+  /** One batch; true when there may be more to read. */
+  async #pass(): Promise<boolean> {
+    const maxRows = this.pacer.paced ? MAX_ROWS_BUSY : MAX_ROWS;
+    const reserved: string[] = [];
+    let handOff: Claimed[] = [];
+    const backlog = new Map<string, number>();
+    let more = false;
+    try {
+      await this.storage.transaction(async (stores) => {
+        const t0 = performance.now();
+        const now = nowIso();
+        const cursor = await stores.deliveries.lockCursor(FANOUT_CURSOR, now, !this.#cursorRow);
+        this.#cursorRow = true;
+        const events = await this.reader.readAfter(cursor, BATCH, stores.db);
+        if (events.length === 0) return;
+        const plan = await this.#plan(stores, events, now, maxRows, reserved);
+        const inserted = await stores.deliveries.insertDeliveries(plan.rows, now);
+        await stores.deliveries.setCursor(FANOUT_CURSOR, plan.upTo, now);
+        // A row that already existed (another instance fanned it out) is not ours to send.
+        handOff = plan.handOff.filter((c) => inserted.has(c.row.id));
+        for (const r of plan.due)
+          if (inserted.has(r.id)) backlog.set(r.bot_id, (backlog.get(r.bot_id) ?? 0) + 1);
+        more = plan.upTo < events[events.length - 1]!.position || events.length === BATCH;
+        this.pacer.charge(performance.now() - t0);
+      });
+    } catch (err) {
+      for (const bot of reserved) this.worker.unreserve(bot);
+      throw err;
+    }
+    // Reservations whose row was not inserted are given back.
+    let left = reserved.length - handOff.length;
+    if (left > 0) {
+      const counts = new Map<string, number>();
+      for (const bot of reserved) counts.set(bot, (counts.get(bot) ?? 0) + 1);
+      for (const c of handOff) counts.set(c.row.bot_id, counts.get(c.row.bot_id)! - 1);
+      for (const [bot, n] of counts)
+        for (let i = 0; i < n && left > 0; i++, left--) this.worker.unreserve(bot);
+    }
+    this.worker.handOff(handOff);
+    if (backlog.size > 0) {
+      for (const [bot, n] of backlog) this.worker.noteBacklog(bot, n);
+      this.worker.wake();
+    }
+    return more;
   }
 
-  /** The deliveries for a batch of events (membership and bots looked up once per batch). */
-  async #plan(stores: Stores, events: OutboxEvent[], now: string): Promise<DeliveryRow[]> {
+  /**
+   * The deliveries for a batch of events, in event order, cut after the event that reaches `maxRows`
+   * (`upTo`: the position the cursor moves to). Bots, memberships and topics are looked up once for
+   * the batch. Deliveries the worker takes at once are inserted leased and listed in `handOff`; those
+   * left due (to be claimed) in `due`. `reserved` collects every slot taken from the worker.
+   */
+  async #plan(
+    stores: Stores,
+    events: OutboxEvent[],
+    now: string,
+    maxRows: number,
+    reserved: string[],
+  ): Promise<{ rows: NewDelivery[]; handOff: Claimed[]; due: NewDelivery[]; upTo: number }> {
     const orgIds = [...new Set(events.map((e) => e.org_id))];
     const byOrg = new Map<string, Candidate[]>();
-    for (const b of await stores.deliveries.webhookBots(orgIds)) {
+    for (const b of await stores.deliveries.receivingBots(orgIds, this.worker.inProcess)) {
       const list = byOrg.get(b.org_id) ?? [];
-      list.push({ id: b.id, events: new Set(parseList(b.events)) });
+      list.push({ id: b.bot_id, events: new Set(parseList(b.events)), bot: b });
       byOrg.set(b.org_id, list);
     }
-    const members = new Map<string, Promise<Set<string>>>();
-    const botsIn = (c: Container) => {
-      const key = `${c.kind}:${c.id}`;
-      let p = members.get(key);
-      if (!p) {
-        p = stores.containers
-          .listMembers(c.kind, c.id)
-          .then((ms) => new Set(ms.filter((m) => m.member_type === 'bot').map((m) => m.member_id)));
-        members.set(key, p);
-      }
-      return p;
-    };
-    const topics = new Map<string, Promise<string | undefined>>();
-    const projectOf = (topicId: string) => {
-      let p = topics.get(topicId);
-      if (!p) {
-        p = stores.containers.getTopic(topicId).then((t) => t?.project_id);
-        topics.set(topicId, p);
-      }
-      return p;
-    };
 
-    const rows: DeliveryRow[] = [];
+    // First the events that may reach someone, and the containers whose bot members that needs.
+    const work: {
+      e: OutboxEvent;
+      data: Record<string, unknown>;
+      subscribed: Candidate[];
+      direct: boolean;
+    }[] = [];
+    const topicIds = new Set<string>();
     for (const e of events) {
       const candidates = byOrg.get(e.org_id);
       if (!candidates || NOT_FANNED_OUT.has(e.type)) continue;
       const data = parseObject(e.data);
-      if (e.type === 'job.due') {
-        const to = candidates.find((b) => b.id === data.bot_id);
-        if (to) rows.push(directDelivery(e, to.id, now));
+      if (DIRECT_TO_BOT.has(e.type)) {
+        const to = candidates.filter((b) => b.id === data.bot_id);
+        if (to.length > 0) work.push({ e, data, subscribed: to, direct: true });
         continue;
       }
       const subscribed = TO_OWNING_BOT.has(e.type)
         ? candidates.filter((b) => b.id === data.bot_id)
         : candidates.filter((b) => b.events.has(e.type));
       if (subscribed.length === 0) continue; // the common case costs no membership lookup
-      const container = await containerOf(data, projectOf);
-      const inside = container ? await botsIn(container) : new Set<string>();
-      const subject = e.type.startsWith('member.') && data.member_type === 'bot' ? data.member_id : undefined;
-      const receivers = subscribed
-        .filter((b) => inside.has(b.id) || b.id === subject)
-        .filter((b) => !isOwnAction(e.type, data, b.id))
-        .map((b) => b.id);
-      for (const botId of receivers) {
-        const blocked = this.#overLoopBudget(e, data, botId);
-        rows.push({
-          id: newId(),
-          org_id: e.org_id,
-          bot_id: botId,
-          event_id: e.id,
-          event_seq: e.seq,
-          event_position: e.position,
-          event_type: e.type,
-          event_created_at: e.created_at,
-          payload: null,
-          state: blocked ? 'failed' : 'pending',
-          attempts: 0,
-          next_attempt_at: now,
-          last_attempt_at: null,
-          last_status: null,
-          last_error: blocked
-            ? `loop guard: more than ${LOOP_BUDGET} bot-written messages a minute here; not sent`
-            : null,
-          created_at: now,
-          updated_at: now,
-        });
+      work.push({ e, data, subscribed, direct: false });
+      const topic = containerIds(data).topic;
+      if (topic) topicIds.add(topic);
+    }
+    const projectOfTopic = await stores.deliveries.topicProjects([...topicIds]);
+    const containers = new Map<string, Container | undefined>();
+    const ids = { channel: new Set<string>(), project: new Set<string>(), dm_room: new Set<string>() };
+    for (const w of work) {
+      if (w.direct) continue;
+      const c = containerOf(w.data, projectOfTopic);
+      containers.set(w.e.id, c);
+      if (c) ids[c.kind].add(c.id);
+    }
+    const members = new Map<string, Set<string>>(); // `${kind}:${id}` → bot ids
+    for (const kind of ['channel', 'project', 'dm_room'] as const) {
+      for (const m of await stores.deliveries.botMembers(kind, [...ids[kind]])) {
+        const key = `${kind}:${m.parent}`;
+        let set = members.get(key);
+        if (!set) members.set(key, (set = new Set()));
+        set.add(m.bot_id);
       }
     }
-    return rows;
+
+    const rows: NewDelivery[] = [];
+    const handOff: Claimed[] = [];
+    const due: NewDelivery[] = [];
+    let upTo = events[events.length - 1]!.position;
+    let leaseUntil: string | undefined;
+    const add = (e: OutboxEvent, data: string, bot: ReceivingBot, blockedReason: string | null) => {
+      const pending = blockedReason === null;
+      const take = pending && this.worker.reserve(bot);
+      if (take) reserved.push(bot.bot_id);
+      const row: NewDelivery = {
+        id: newId(),
+        org_id: e.org_id,
+        bot_id: bot.bot_id,
+        event_id: e.id,
+        event_seq: e.seq,
+        event_position: e.position,
+        event_type: e.type,
+        event_created_at: e.created_at,
+        state: pending ? 'pending' : 'failed',
+        next_attempt_at: take ? (leaseUntil ??= this.worker.leaseUntil()) : now,
+        last_error: blockedReason,
+      };
+      rows.push(row);
+      if (pending && !take) due.push(row);
+      if (take) handOff.push({ row: fullRow(row, now), data, target: bot });
+    };
+    for (const { e, data, subscribed, direct } of work) {
+      if (direct) {
+        for (const b of subscribed) add(e, e.data, b.bot, null);
+      } else {
+        const container = containers.get(e.id);
+        const inside = container ? members.get(`${container.kind}:${container.id}`) : undefined;
+        const subject =
+          e.type.startsWith('member.') && data.member_type === 'bot' ? data.member_id : undefined;
+        for (const b of subscribed) {
+          // Built-in system bots may hear some types from their whole organization (their orgEvents).
+          const reached =
+            inside?.has(b.id) ||
+            b.id === subject ||
+            this.worker.reachesOrganization(b.bot.builtin, e.type, data);
+          if (!reached || isOwnAction(e.type, data, b.id)) continue;
+          const blocked = this.#overLoopBudget(e, data, b.id);
+          add(
+            e,
+            e.data,
+            b.bot,
+            blocked
+              ? `loop guard: more than ${LOOP_BUDGET} bot-written messages a minute here; not sent`
+              : null,
+          );
+        }
+      }
+      if (rows.length >= maxRows) {
+        upTo = e.position;
+        break;
+      }
+    }
+    return { rows, handOff, due, upTo };
   }
 
   /** Counts a bot-written message.created toward its receiver's budget in that container. */
@@ -210,47 +310,41 @@ export class Fanout {
   }
 }
 
-/** A delivery of an event addressed to one bot (job.due). */
-function directDelivery(e: OutboxEvent, botId: string, now: string): DeliveryRow {
+/** The row as the worker gets it from a claim. */
+function fullRow(r: NewDelivery, now: string): Selectable<DeliveryRow> {
   return {
-    id: newId(),
-    org_id: e.org_id,
-    bot_id: botId,
-    event_id: e.id,
-    event_seq: e.seq,
-    event_position: e.position,
-    event_type: e.type,
-    event_created_at: e.created_at,
+    ...r,
     payload: null,
-    state: 'pending',
     attempts: 0,
-    next_attempt_at: now,
     last_attempt_at: null,
     last_status: null,
-    last_error: null,
     created_at: now,
     updated_at: now,
   };
 }
 
+const str = (v: unknown) => (typeof v === 'string' ? v : undefined);
+
+function containerIds(data: Record<string, unknown>) {
+  return {
+    channel: str(data.channel_id),
+    dm: str(data.dm_room_id),
+    project: str(data.project_id),
+    topic: str(data.topic_id),
+  };
+}
+
 /** The container an event happened in, from the ids its data carries. */
-async function containerOf(
+function containerOf(
   data: Record<string, unknown>,
-  projectOf: (topicId: string) => Promise<string | undefined>,
-): Promise<Container | undefined> {
-  const str = (v: unknown) => (typeof v === 'string' ? v : undefined);
-  const channel = str(data.channel_id);
+  projectOfTopic: Map<string, string>,
+): Container | undefined {
+  const { channel, dm, project, topic } = containerIds(data);
   if (channel) return { kind: 'channel', id: channel };
-  const dm = str(data.dm_room_id);
   if (dm) return { kind: 'dm_room', id: dm };
-  const project = str(data.project_id);
   if (project) return { kind: 'project', id: project };
-  const topic = str(data.topic_id);
-  if (topic) {
-    const p = await projectOf(topic);
-    return p ? { kind: 'project', id: p } : undefined;
-  }
-  return undefined;
+  const p = topic ? projectOfTopic.get(topic) : undefined;
+  return p ? { kind: 'project', id: p } : undefined;
 }
 
 /** message.* caused by the bot itself (its message, its edit, its deletion). */

@@ -2,32 +2,53 @@ import { setMaxListeners } from 'node:events';
 import type { Selectable } from 'kysely';
 import type { Logger } from 'pino';
 import type { Config } from '../config/config.js';
+import type { EventData } from '../domain/events.js';
 import { newId, nowIso } from '../domain/ids.js';
 import { decryptSecret } from '../domain/secrets.js';
 import type { DeliveryRow, NotificationRow } from '../storage/schema.js';
 import type { Storage } from '../storage/storage.js';
-import type { DeliveryTarget } from '../storage/stores/deliveries.js';
+import type { DeliveredAttempt, DeliveryTarget } from '../storage/stores/deliveries.js';
 import type { Stores } from '../storage/stores/index.js';
+import type { InProcessReceiver } from './in-process.js';
 import { OutboundError, type OutboundClient } from './outbound.js';
+import { Pacer } from './pacer.js';
 import { retryDelayMs } from './schedule.js';
 import { signDelivery } from './sign.js';
 
 /**
  * The webhook worker: a durable state machine over `webhook_deliveries` (Svix's worker is the model).
  *
- *   pending ──claim (lease)──▶ sending ──2xx──▶ delivered
- *      ▲                          │ failure, retries left: pending at now + delay (jitter, Retry-After)
- *      └──────────────────────────┤ failure, none left / 410 / bot gone: failed (+ owners notified)
+ *   pending ──lease──▶ sending ──2xx──▶ delivered
+ *      ▲                  │ failure, retries left: pending at now + delay (jitter, Retry-After)
+ *      └──────────────────┤ failure, none left / 410 / bot gone: failed (+ owners notified)
  *
- * "sending" is not a stored state: a claim moves next_attempt_at to the end of a lease. If the process
+ * "sending" is not a stored state: a lease moves next_attempt_at to the end of the lease. If the process
  * dies mid-attempt, nothing is recorded and the delivery is simply due again when the lease ends: at
  * least once, and every attempt carries the delivery id as `webhook-id`, so receivers drop duplicates.
  * Each finished attempt is recorded (time, status, duration, error, the first 1 KB of the answer) in
  * the same transaction as the delivery's next state.
  *
- * Isolation: attempts in flight are bounded overall and per bot endpoint, and a claim never takes a
- * bot's deliveries beyond its free slots, so a receiver that hangs holds at most its own slots (each
- * for at most the time-out) while every other bot's deliveries keep flowing.
+ * Where work comes from:
+ *  - **hand-off**: the fan-out inserts a new delivery already leased when this worker has a free slot
+ *    for its bot (`reserve`), and hands it over after its commit (`handOff`): no claim, no polling;
+ *  - **claims**: due deliveries (those the fan-out could not hand over, retries, redeliveries, leases
+ *    run out) are leased in batches (`due` + `lease`, one transaction, SKIP LOCKED on PostgreSQL) when
+ *    slots are free, on a wake-up, at the earliest retry, or on the poll (other instances' work).
+ * Finished attempts are recorded in batches: one transaction for all the attempts that ended in the
+ * same turn of the event loop.
+ *
+ * Isolation: attempts in flight are bounded overall and per bot, and neither a claim nor a hand-off
+ * takes a bot's deliveries beyond its free slots, so a receiver that hangs holds at most its own slots
+ * (each for at most the time-out) while every other bot's deliveries keep flowing.
+ *
+ * Built-in bots (`bots.builtin` set) are delivered in process through `inProcess`
+ * (delivery/in-process.ts) instead of HTTP: no URL or secret, the same attempts, log and retries, and
+ * one delivery at a time per bot, so a built-in bot's handler sees its events one after the other in
+ * outbox order (a failed delivery is retried later while the next ones go on).
+ *
+ * Order: a bot's deliveries are taken in outbox order. The fan-out hands a delivery over directly only
+ * while the bot has no due delivery waiting in the table (`noteBacklog`), so that a new event never
+ * overtakes an older one still waiting for a slot.
  */
 
 export interface WorkerOptions {
@@ -38,17 +59,62 @@ export interface WorkerOptions {
   client: OutboundClient;
   /** Fallback poll for due retries and work of other instances. */
   pollMs?: number;
+  /** Receives the deliveries of built-in bots; without it they are not sent (they fail, final). */
+  inProcess?: InProcessReceiver;
+  /** Paces background work while requests are served (delivery/pacer.ts). */
+  pacer?: Pacer;
+}
+
+/** A leased delivery with what sending it needs. */
+export interface Claimed {
+  row: Selectable<DeliveryRow>;
+  /** The event's data as JSON text. */
+  data: string;
+  target: DeliveryTarget | undefined;
 }
 
 const SNIPPET_BYTES = 1024;
+/** Due rows a claim looks at, at most (earliest first). */
+const SCAN_MAX = 1000;
+/** Finished attempts recorded per transaction, at most. */
+const RECORD_BATCH = 500;
+
+interface BotSlots {
+  /** 1 for a built-in bot, else WORKROOM_WEBHOOK_CONCURRENCY_PER_ENDPOINT. */
+  limit: number;
+  running: number;
+  /** Leased, waiting for one of the bot's slots (a claim never takes more than the free slots). */
+  queue: Claimed[];
+  /** Slots promised to the fan-out for deliveries it is inserting. */
+  reserved: number;
+}
+
+interface Finished {
+  c: Claimed;
+  attempt: number;
+  startedAt: string;
+  result: AttemptResult;
+}
 
 export class DeliveryWorker {
   readonly #o: WorkerOptions;
+  readonly #pacer: Pacer;
   readonly #pollMs: number;
   readonly #leaseMs: number;
-  /** Claimed, not yet finished, per bot (running or waiting for a slot of that bot). */
-  readonly #perBot = new Map<string, { running: number; queue: Claimed[] }>();
+  readonly #perBot = new Map<string, BotSlots>();
+  /** Running + queued + reserved, over all bots. */
   #held = 0;
+  /** Deliveries leased by this worker and not yet recorded or handed back: never claimed twice. */
+  readonly #heldIds = new Set<string>();
+  /**
+   * Due deliveries waiting in the table (see "Order"): per bot, those the fan-out inserted due and no
+   * claim has leased yet (it may dip below 0 for a moment: a claim can lease rows before the fan-out's
+   * post-commit step counts them); the bots whose fresh rows the last complete look at the due rows
+   * had to leave; and `#dueUnknown`: the due rows were more than one look, any bot may have some.
+   */
+  readonly #waiting = new Map<string, number>();
+  #skipped = new Set<string>();
+  #dueUnknown = true;
   readonly #active = new Set<Promise<void>>();
   readonly #abort = new AbortController();
   #claiming: Promise<void> | undefined;
@@ -58,13 +124,20 @@ export class DeliveryWorker {
   #pruneTimer: NodeJS.Timeout | undefined;
   #stopping = false;
   #soon = false;
+  readonly #records: Finished[] = [];
+  #recording: Promise<void> | undefined;
+  #recordSoon = false;
+  #recordRetry: NodeJS.Timeout | undefined;
+  /** Decrypted signing secrets by their stored (encrypted) form. */
+  readonly #secrets = new Map<string, string>();
 
   constructor(opts: WorkerOptions) {
     this.#o = opts;
+    this.#pacer = opts.pacer ?? new Pacer();
     this.#pollMs = opts.pollMs ?? 500;
     // Every attempt in flight listens on the one shutdown signal (up to WORKROOM_WEBHOOK_CONCURRENCY).
     setMaxListeners(0, this.#abort.signal);
-    // Long enough that a live worker always records before its claim runs out: the time-out, plus
+    // Long enough that a live worker always records before its lease runs out: the time-out, plus
     // the wait of a delivery queued behind its bot's other slots (one more time-out), plus slack.
     this.#leaseMs = 2 * opts.webhooks.timeoutMs + 5_000;
   }
@@ -77,6 +150,74 @@ export class DeliveryWorker {
     this.#pruneTimer.unref();
     this.wake();
   }
+
+  /** Whether built-in bots can be delivered to (an in-process receiver was given). */
+  get inProcess(): boolean {
+    return this.#o.inProcess !== undefined;
+  }
+
+  /** Whether the built-in bot receives this event from its whole organization (bots/: orgEvents). */
+  reachesOrganization(builtin: string | null, type: string, data: Record<string, unknown>): boolean {
+    if (builtin === null) return false;
+    return this.#o.inProcess?.receivesFromOrganization?.(builtin, type, data) ?? false;
+  }
+
+  // --- hand-off from the fan-out ---
+
+  /** The end of a lease taken now. */
+  leaseUntil(): string {
+    return new Date(Date.now() + this.#leaseMs).toISOString();
+  }
+
+  /**
+   * Takes a slot for a delivery of this bot that the fan-out is about to insert (leased), if one is
+   * free now and handing over keeps the bot's order; `false`: insert it as due, to be claimed.
+   */
+  reserve(target: DeliveryTarget & { paused: boolean }): boolean {
+    if (this.#stopping || target.paused || this.#dueUnknown) return false;
+    if ((this.#waiting.get(target.bot_id) ?? 0) > 0 || this.#skipped.has(target.bot_id)) return false;
+    // Not paced here: a delivery handed over starts at once and is charged; the next pass waits for it.
+    if (this.#held >= this.#o.webhooks.concurrency) return false;
+    const b = this.#slots(target.bot_id, target.builtin);
+    if (b.running + b.queue.length + b.reserved >= b.limit) return false;
+    b.reserved++;
+    this.#held++;
+    return true;
+  }
+
+  /** Gives back a slot taken by `reserve` (the fan-out's transaction failed, or the row existed). */
+  unreserve(botId: string): void {
+    const b = this.#perBot.get(botId);
+    if (!b || b.reserved === 0) return;
+    b.reserved--;
+    this.#held--;
+    this.#dropIfIdle(botId, b);
+  }
+
+  /** The reserved deliveries, committed: sends them. */
+  handOff(items: Claimed[]): void {
+    for (const c of items) {
+      const b = this.#perBot.get(c.row.bot_id);
+      if (!b || b.reserved === 0) continue; // not reserved: cannot happen
+      b.reserved--;
+      this.#heldIds.add(c.row.id);
+      b.queue.push(c);
+      this.#startNext(c.row.bot_id);
+    }
+  }
+
+  /** The fan-out inserted `n` due (not handed over) deliveries of this bot: they go first. */
+  noteBacklog(botId: string, n = 1): void {
+    this.#count(botId, n);
+  }
+
+  #count(botId: string, n: number): void {
+    const left = (this.#waiting.get(botId) ?? 0) + n;
+    if (left === 0) this.#waiting.delete(botId);
+    else this.#waiting.set(botId, left);
+  }
+
+  // --- claiming ---
 
   /** Look for due deliveries now (new deliveries, a redelivery, a resumed webhook). */
   wake(): void {
@@ -100,87 +241,92 @@ export class DeliveryWorker {
     });
   }
 
-  /**
-   * Stops claiming and waits for attempts in flight until `deadlineMs` (epoch ms); then cancels the rest
-   * and hands their deliveries back (due now), so that the next start sends them at once.
-   */
-  async drain(deadlineMs: number): Promise<void> {
-    this.#stopping = true;
-    clearInterval(this.#timer);
-    clearInterval(this.#pruneTimer);
-    clearTimeout(this.#dueTimer);
-    await this.#claiming;
-    const queued = [...this.#perBot.values()].flatMap((b) => b.queue.splice(0));
-    const left = Math.max(0, deadlineMs - Date.now());
-    await Promise.race([
-      Promise.allSettled([...this.#active]),
-      new Promise((r) => setTimeout(r, left).unref()),
-    ]);
-    this.#abort.abort();
-    await Promise.allSettled([...this.#active]);
-    await this.#release(queued.map((c) => c.row.id));
-  }
-
-  async stop(): Promise<void> {
-    if (!this.#stopping) await this.drain(Date.now());
-  }
-
-  /** Deletes delivered and failed deliveries older than the retention, a batch at a time. */
-  async prune(): Promise<number> {
-    const before = new Date(Date.now() - this.#o.webhooks.retentionMs).toISOString();
-    let total = 0;
-    try {
-      for (;;) {
-        const n = await this.#o.storage.transaction((s) => s.deliveries.prune(before, 1000));
-        total += n;
-        if (n < 1000 || this.#stopping) break;
-      }
-    } catch (err) {
-      this.#o.log.error({ err }, 'webhook delivery pruning failed');
-    }
-    return total;
-  }
-
   async #claimLoop(): Promise<void> {
+    const { concurrency } = this.#o.webhooks;
+    // Claims come in batches: with most slots taken, wait until a few are free (attempts ending wake us).
+    const worthIt = this.#held === 0 ? 1 : Math.max(1, Math.floor(concurrency / 8));
+    let exhausted = false;
     do {
       this.#again = false;
       for (;;) {
-        const free = this.#o.webhooks.concurrency - this.#held;
-        if (free <= 0 || this.#stopping) return;
-        const n = await this.#claimOnce(free);
-        if (n < free) break;
+        const free = concurrency - this.#held;
+        if (free < worthIt || this.#stopping) return;
+        await this.#pacer.ready();
+        if (this.#stopping) return;
+        const r = await this.#claimOnce(concurrency - this.#held);
+        exhausted = r.exhausted;
+        if (exhausted) break;
       }
     } while (this.#again && !this.#stopping);
-    await this.#armDueTimer();
+    if (exhausted) await this.#armDueTimer();
   }
 
-  async #claimOnce(limit: number): Promise<number> {
-    const perBot = this.#o.webhooks.perEndpointConcurrency;
+  async #claimOnce(free: number): Promise<{ exhausted: boolean }> {
     const busyBots = [...this.#perBot]
-      .filter(([, b]) => b.running + b.queue.length >= perBot)
+      .filter(([, b]) => b.running + b.queue.length + b.reserved >= b.limit)
       .map(([id]) => id);
-    const now = Date.now();
+    const scan = Math.min(SCAN_MAX, Math.max(64, free * 4));
+    const nowMs = Date.now();
+    const now = new Date(nowMs).toISOString();
+    const skipped = new Set<string>(); // bots with fresh rows left due by this claim
+    let scanned = 0;
     const claimed = await this.#o.storage.transaction(async (stores) => {
-      const rows = await stores.deliveries.claim({
-        now: new Date(now).toISOString(),
-        leaseUntil: new Date(now + this.#leaseMs).toISOString(),
-        limit,
-        perBot,
-        busyBots,
-      });
-      if (rows.length === 0) return [];
+      const t0 = performance.now();
+      const due = await stores.deliveries.due({ now, limit: scan, busyBots });
+      scanned = due.length;
+      // Outbox order among rows due at the same moment (a fan-out pass inserts them with one time).
+      const candidates = due
+        .filter((d) => !this.#heldIds.has(d.id))
+        .sort((a, b) =>
+          a.next_attempt_at < b.next_attempt_at
+            ? -1
+            : a.next_attempt_at > b.next_attempt_at
+              ? 1
+              : (a.event_position ?? 0) - (b.event_position ?? 0),
+        );
+      if (candidates.length === 0) return [];
+      const targets = await stores.deliveries.targets([...new Set(candidates.map((d) => d.bot_id))]);
+      const picked: string[] = [];
+      const taken = new Map<string, number>();
+      for (const d of candidates) {
+        if (picked.length >= free) {
+          if (d.attempts === 0) skipped.add(d.bot_id);
+          continue;
+        }
+        const b = this.#perBot.get(d.bot_id);
+        const limit = this.#limitOf(targets.get(d.bot_id)?.builtin ?? null);
+        const n = (b ? b.running + b.queue.length + b.reserved : 0) + (taken.get(d.bot_id) ?? 0);
+        if (n >= limit) {
+          if (d.attempts === 0) skipped.add(d.bot_id);
+          continue;
+        }
+        taken.set(d.bot_id, (taken.get(d.bot_id) ?? 0) + 1);
+        picked.push(d.id);
+      }
+      const rows = await stores.deliveries.lease(picked, now, new Date(nowMs + this.#leaseMs).toISOString());
       const data = await stores.deliveries.eventData(
         rows.map((r) => r.event_seq).filter((s): s is number => s !== null),
       );
-      const targets = await stores.deliveries.targets([...new Set(rows.map((r) => r.bot_id))]);
+      // Outbox order within the batch (rows due at the same moment come from one fan-out pass).
+      rows.sort((a, b) => (a.event_position ?? 0) - (b.event_position ?? 0));
+      this.#pacer.charge(performance.now() - t0);
       return rows.map((row) => ({
         row,
         data: row.event_seq !== null ? (data.get(row.event_seq) ?? 'null') : (row.payload ?? 'null'),
         target: targets.get(row.bot_id),
       }));
     });
-    for (const c of claimed) this.#enqueue(c);
-    return claimed.length;
+    for (const c of claimed) {
+      // Fresh rows (never attempted) are the ones the fan-out left due and counted.
+      if (c.row.attempts === 0 && c.row.event_seq !== null) this.#count(c.row.bot_id, -1);
+      this.#enqueue(c);
+    }
+    const exhausted = scanned < scan;
+    // A complete look (fewer due rows than it asked for) knows which bots still have fresh rows due
+    // (those of busy bots, not looked at, are counted in #waiting); an incomplete one knows nothing.
+    this.#dueUnknown = !exhausted;
+    if (exhausted) this.#skipped = skipped;
+    return { exhausted };
   }
 
   /** Sleeps until the earliest future retry (the poll is the fallback). */
@@ -200,18 +346,34 @@ export class DeliveryWorker {
     this.#dueTimer.unref();
   }
 
+  #limitOf(builtin: string | null): number {
+    return builtin !== null ? 1 : this.#o.webhooks.perEndpointConcurrency;
+  }
+
+  #slots(botId: string, builtin: string | null): BotSlots {
+    let b = this.#perBot.get(botId);
+    if (!b) {
+      b = { limit: this.#limitOf(builtin), running: 0, queue: [], reserved: 0 };
+      this.#perBot.set(botId, b);
+    }
+    return b;
+  }
+
+  #dropIfIdle(botId: string, b: BotSlots): void {
+    if (b.running === 0 && b.queue.length === 0 && b.reserved === 0) this.#perBot.delete(botId);
+  }
+
   #enqueue(c: Claimed): void {
     this.#held++;
-    const b = this.#perBot.get(c.row.bot_id) ?? { running: 0, queue: [] };
-    this.#perBot.set(c.row.bot_id, b);
-    b.queue.push(c);
+    this.#heldIds.add(c.row.id);
+    this.#slots(c.row.bot_id, c.target?.builtin ?? null).queue.push(c);
     this.#startNext(c.row.bot_id);
   }
 
   #startNext(botId: string): void {
     const b = this.#perBot.get(botId);
     if (!b) return;
-    while (b.running < this.#o.webhooks.perEndpointConcurrency && b.queue.length > 0 && !this.#stopping) {
+    while (b.running < b.limit && b.queue.length > 0 && !this.#stopping) {
       const c = b.queue.shift()!;
       b.running++;
       const p = this.#attempt(c)
@@ -220,7 +382,7 @@ export class DeliveryWorker {
           this.#active.delete(p);
           b.running--;
           this.#held--;
-          if (b.running === 0 && b.queue.length === 0) this.#perBot.delete(botId);
+          this.#dropIfIdle(botId, b);
           this.#startNext(botId);
           this.#wakeSoon();
         });
@@ -228,38 +390,45 @@ export class DeliveryWorker {
     }
   }
 
-  async #attempt({ row, data, target }: Claimed): Promise<void> {
+  // --- attempts ---
+
+  async #attempt(c: Claimed): Promise<void> {
+    const { row, target } = c;
     const startedAt = nowIso();
     const attempt = row.attempts + 1;
     let result: AttemptResult;
     const gone = !target || target.deleted_at !== null || target.status !== 'active';
     if (gone) {
       result = { final: true, durationMs: 0, error: 'the bot is disabled or deleted; not sent' };
+    } else if (target.builtin !== null) {
+      result = this.#o.inProcess
+        ? await this.#deliverInProcess(c, target.builtin)
+        : { final: true, durationMs: 0, error: 'built-in bots are not running on this server; not sent' };
     } else if (!target.webhook_url) {
       result = { final: true, durationMs: 0, error: 'the bot has no webhook URL; not sent' };
     } else if (!target.secret_encrypted) {
       result = { durationMs: 0, error: 'the bot has no webhook secret (POST /api/bots/{id}/webhook-secret)' };
     } else {
-      result = await this.#send(row, data, target, target.webhook_url, target.secret_encrypted);
-      if (result.cancelled) {
-        await this.#release([row.id]);
-        return;
-      }
+      result = await this.#send(c, target, target.webhook_url, target.secret_encrypted);
     }
-    await this.#o.storage.transaction((stores) =>
-      this.#record(stores, row, target, attempt, startedAt, result),
-    );
+    if (result.cancelled) {
+      await this.#release([row.id]);
+      return;
+    }
+    this.#records.push({ c, attempt, startedAt, result });
+    this.#flushSoon();
   }
 
   async #send(
-    row: Selectable<DeliveryRow>,
-    data: string,
+    c: Claimed,
     target: DeliveryTarget,
     url: string,
     secretEncrypted: string,
   ): Promise<AttemptResult> {
+    const { row, data } = c;
+    const t0 = performance.now();
     const signed = signDelivery({
-      secret: decryptSecret(secretEncrypted, this.#o.encryptionKey),
+      secret: this.#secret(secretEncrypted),
       webhookId: row.id,
       timestampSeconds: Math.floor(Date.now() / 1000),
       envelope: {
@@ -270,9 +439,12 @@ export class DeliveryWorker {
         event_id: row.event_id,
       },
     });
-    const t0 = performance.now();
+    const sending = this.#o.client.post(url, signed.body, signed.headers, { signal: this.#abort.signal });
+    // What this attempt costs the event loop: building, signing and writing the request (measured),
+    // and about as much again for reading the answer.
+    this.#pacer.charge(2 * (performance.now() - t0));
     try {
-      const res = await this.#o.client.post(url, signed.body, signed.headers, { signal: this.#abort.signal });
+      const res = await sending;
       const ok = res.status >= 200 && res.status < 300;
       return {
         status: res.status,
@@ -291,15 +463,133 @@ export class DeliveryWorker {
     }
   }
 
-  async #record(
-    stores: Stores,
-    row: Selectable<DeliveryRow>,
-    target: DeliveryTarget | undefined,
-    attempt: number,
-    startedAt: string,
-    r: AttemptResult,
-  ): Promise<void> {
+  /** A built-in bot's delivery: its handler in this process, within the same time-out as HTTP. */
+  async #deliverInProcess(c: Claimed, builtin: string): Promise<AttemptResult> {
+    const { row, data } = c;
+    const t0 = performance.now();
+    const ms = () => Math.round(performance.now() - t0);
+    let timer: NodeJS.Timeout | undefined;
+    let onAbort: (() => void) | undefined;
+    const cut = new Promise<'timeout' | 'cancelled'>((resolve) => {
+      timer = setTimeout(() => resolve('timeout'), this.#o.webhooks.timeoutMs);
+      onAbort = () => resolve('cancelled');
+      this.#abort.signal.addEventListener('abort', onAbort, { once: true });
+    });
+    try {
+      const handled = this.#o.inProcess!.deliver(builtin, {
+        event_type: row.event_type,
+        event_id: row.event_id,
+        timestamp: row.event_created_at,
+        bot_id: row.bot_id,
+        data: JSON.parse(data) as unknown,
+        delivery_id: row.id,
+      });
+      const r = await Promise.race([handled, cut]);
+      if (r === 'cancelled') return { durationMs: ms(), cancelled: true };
+      if (r === 'timeout') {
+        handled.catch(() => undefined); // it may still end; its outcome no longer counts
+        return {
+          durationMs: ms(),
+          error: `timeout: the built-in bot did not finish within ${this.#o.webhooks.timeoutMs} ms`,
+        };
+      }
+      const detail = r.detail === undefined ? undefined : snippet(r.detail);
+      return r.ok
+        ? { ok: true, durationMs: ms(), status: null, snippet: detail ?? 'ok (in process)' }
+        : { durationMs: ms(), status: null, error: `in process: ${detail ?? 'failed'}`, snippet: detail };
+    } catch (err) {
+      return {
+        durationMs: ms(),
+        status: null,
+        error: `in process: ${err instanceof Error ? err.message : String(err)}`,
+      };
+    } finally {
+      clearTimeout(timer);
+      if (onAbort) this.#abort.signal.removeEventListener('abort', onAbort);
+    }
+  }
+
+  #secret(encrypted: string): string {
+    let s = this.#secrets.get(encrypted);
+    if (s === undefined) {
+      if (this.#secrets.size >= 1000) this.#secrets.clear();
+      s = decryptSecret(encrypted, this.#o.encryptionKey);
+      this.#secrets.set(encrypted, s);
+    }
+    return s;
+  }
+
+  // --- recording ---
+
+  #flushSoon(): void {
+    if (this.#recordSoon || this.#recording) return;
+    this.#recordSoon = true;
+    setImmediate(() => {
+      this.#recordSoon = false;
+      void this.#flush();
+    });
+  }
+
+  /** Records the finished attempts, a batch per transaction; resolves when none is left (or it failed). */
+  #flush(): Promise<void> {
+    this.#recording ??= (async () => {
+      try {
+        while (this.#records.length > 0) {
+          const batch = this.#records.splice(0, RECORD_BATCH);
+          try {
+            await this.#o.storage.transaction(async (stores) => {
+              const t0 = performance.now();
+              await this.#recordBatch(stores, batch);
+              this.#pacer.charge(performance.now() - t0);
+            });
+          } catch (err) {
+            // Their leases keep them from being sent again meanwhile; try again in a second.
+            this.#records.unshift(...batch);
+            this.#o.log.error({ err }, 'could not record webhook attempts; retrying');
+            if (!this.#recordRetry) {
+              this.#recordRetry = setTimeout(() => {
+                this.#recordRetry = undefined;
+                void this.#flush();
+              }, 1000);
+              this.#recordRetry.unref();
+            }
+            return;
+          }
+          for (const f of batch) this.#heldIds.delete(f.c.row.id);
+        }
+      } finally {
+        this.#recording = undefined;
+      }
+    })();
+    return this.#recording;
+  }
+
+  async #recordBatch(stores: Stores, batch: Finished[]): Promise<void> {
     const now = nowIso();
+    const delivered: DeliveredAttempt[] = [];
+    for (const f of batch) {
+      if (!f.result.ok) continue;
+      delivered.push({
+        attemptId: newId(),
+        deliveryId: f.c.row.id,
+        botId: f.c.row.bot_id,
+        attempt: f.attempt,
+        startedAt: f.startedAt,
+        durationMs: f.result.durationMs,
+        status: f.result.status ?? null,
+        snippet: f.result.snippet ?? null,
+      });
+    }
+    await stores.deliveries.recordDelivered(delivered, now);
+    for (const f of batch) if (!f.result.ok) await this.#recordFailure(stores, f, now);
+  }
+
+  async #recordFailure(
+    stores: Stores,
+    { c, attempt, startedAt, result: r }: Finished,
+    now: string,
+  ): Promise<void> {
+    const { row, target } = c;
     await stores.deliveries.recordAttempt({
       id: newId(),
       delivery_id: row.id,
@@ -316,10 +606,6 @@ export class DeliveryWorker {
       last_status: r.status ?? null,
       updated_at: now,
     };
-    if (r.ok) {
-      await stores.deliveries.markDelivered(row, attempt, startedAt, r.status!, now);
-      return;
-    }
     if (r.gone && target) {
       // 410 Gone: the receiver says this webhook is no more. Turn it off; the rest would fail too.
       const error = 'HTTP 410 Gone: the webhook URL was removed from the bot';
@@ -393,7 +679,7 @@ export class DeliveryWorker {
     }
   }
 
-  /** Makes claimed deliveries due again now (shutdown, cancelled attempts). */
+  /** Makes leased deliveries due again now (shutdown, cancelled attempts). */
   async #release(ids: string[]): Promise<void> {
     if (ids.length === 0) return;
     try {
@@ -408,21 +694,65 @@ export class DeliveryWorker {
       );
     } catch (err) {
       // Their leases run out anyway; they are only sent a little later.
-      this.#o.log.warn({ err }, 'could not hand back claimed deliveries');
+      this.#o.log.warn({ err }, 'could not hand back leased deliveries');
     }
+    for (const id of ids) this.#heldIds.delete(id);
   }
-}
 
-interface Claimed {
-  row: Selectable<DeliveryRow>;
-  /** The event's data as JSON text. */
-  data: string;
-  target: DeliveryTarget | undefined;
+  // --- shutdown and retention ---
+
+  /**
+   * Stops taking work and waits for attempts in flight until `deadlineMs` (epoch ms); then cancels the
+   * rest and hands their deliveries back (due now), so that the next start sends them at once. The
+   * attempts that finished are recorded before it resolves.
+   */
+  async drain(deadlineMs: number): Promise<void> {
+    this.#stopping = true;
+    clearInterval(this.#timer);
+    clearInterval(this.#pruneTimer);
+    clearTimeout(this.#dueTimer);
+    await this.#claiming;
+    const queued = [...this.#perBot.values()].flatMap((b) => b.queue.splice(0));
+    this.#held -= queued.length;
+    const left = Math.max(0, deadlineMs - Date.now());
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      Promise.allSettled([...this.#active]),
+      new Promise((r) => (timer = setTimeout(r, left))),
+    ]);
+    clearTimeout(timer);
+    this.#abort.abort();
+    await Promise.allSettled([...this.#active]);
+    await this.#release(queued.map((c) => c.row.id));
+    clearTimeout(this.#recordRetry);
+    await this.#recording;
+    await this.#flush();
+  }
+
+  async stop(): Promise<void> {
+    if (!this.#stopping) await this.drain(Date.now());
+  }
+
+  /** Deletes delivered and failed deliveries older than the retention, a batch at a time. */
+  async prune(): Promise<number> {
+    const before = new Date(Date.now() - this.#o.webhooks.retentionMs).toISOString();
+    let total = 0;
+    try {
+      for (;;) {
+        const n = await this.#o.storage.transaction((s) => s.deliveries.prune(before, 1000));
+        total += n;
+        if (n < 1000 || this.#stopping) break;
+      }
+    } catch (err) {
+      this.#o.log.error({ err }, 'webhook delivery pruning failed');
+    }
+    return total;
+  }
 }
 
 interface AttemptResult {
   durationMs: number;
-  status?: number;
+  status?: number | null;
   ok?: boolean;
   gone?: boolean;
   /** No retry: the bot cannot receive anything. */
@@ -430,7 +760,7 @@ interface AttemptResult {
   cancelled?: boolean;
   retryAfter?: string | undefined;
   error?: string | undefined;
-  snippet?: string;
+  snippet?: string | undefined;
 }
 
 function snippet(body: string): string {
@@ -460,4 +790,22 @@ async function notifyOwners(
     read_at: null,
   };
   await stores.notifications.insertMany([row]);
+  // Internal event (never delivered to webhooks): the notifications bot relays it as a DM (bots/).
+  const event: EventData<'notification.created'> = {
+    notification_id: row.id,
+    user_id: row.user_id,
+    kind,
+    title,
+    body,
+    data: { bot_id: target.bot_id, delivery_id: deliveryId },
+  };
+  await stores.events.append([
+    {
+      id: newId(),
+      org_id: row.org_id,
+      type: 'notification.created',
+      data: JSON.stringify(event),
+      created_at: now,
+    },
+  ]);
 }

@@ -13,23 +13,35 @@ import type { EventBus } from './bus.js';
  * Why not `seq`: PostgreSQL hands out identity values when the row is inserted, not when its
  * transaction commits. Transaction A inserts seq 10, B inserts seq 11 and commits first; a reader that
  * saw 11 and moved its cursor to 11 never sees 10 once A commits. So on PostgreSQL a **sequencer**
- * gives positions after commit: every event row records its transaction id (`tx_id`, default
- * `pg_current_xact_id()`), and the sequencer numbers, in seq order, only the rows whose transaction is
- * older than the oldest transaction still running (`pg_snapshot_xmin(pg_current_snapshot())`): those
- * transactions have finished, so no row can still appear among them. It runs under a transaction-level
- * advisory lock, so positions are handed out in one order even with several server instances, and a
- * consumer reading `position > cursor` cannot miss one. Positions are consecutive (max + row number).
+ * gives positions after commit, to the rows it can see: a row is visible only once its transaction has
+ * committed, so numbering what is visible numbers committed events only, each once. A numbering pass
+ * is one statement (`position = max(position) + row_number() over (order by seq)` for the unnumbered
+ * rows it sees) under a transaction-level advisory lock per schema, so passes (of every instance)
+ * happen one after the other, and a pass sees everything the previous one numbered: the lock is
+ * released only after the previous pass's commit is visible. A reader that sees position p therefore
+ * sees every position below p (the same or an earlier pass numbered it), and an event that commits
+ * later, whatever its seq, is numbered by a later pass, above everything handed out before. A (lower
+ * seq) event that commits after a higher one is not skipped: it gets the next position then.
  *
- * Why this and not the xid watermark itself as cursor: a plain integer is what clients can hold and
- * compare (WebSocket resume, catch-up), and it keeps the write path as it was: the insert only adds a
- * column default; numbering is one batched UPDATE after commit, off the request path.
+ * Nothing waits for other transactions: not for unrelated ones (an open transaction of another
+ * database of the cluster, a long batch job), and not for other event-writing ones either, since their
+ * rows simply get numbered when they become visible. (The first version numbered only rows older than
+ * the cluster's oldest running transaction id, `pg_snapshot_xmin`; any transaction open anywhere in the
+ * cluster held every event back, up to a second at p99 in CI.) Positions are therefore in commit order
+ * (in seq order among the events one pass finds), not in seq order; the `tx_id` column is kept for
+ * diagnosis only.
+ *
+ * Why a separate position and not `seq` with a watermark: a plain integer is what clients can hold and
+ * compare (WebSocket resume, catch-up), and it keeps the write path as it was: the insert only fills
+ * column defaults; numbering is one batched UPDATE after commit, off the request path.
  *
  * On SQLite there is one writer and a transaction's rows become visible at its commit, in seq order:
  * seq is already commit order and is the position (no sequencer, no extra column).
  *
- * Latency: the sequencer runs when a local commit is published on the bus, and again shortly while
- * rows wait behind a running transaction (a transaction that writes no event can hold them back for
- * its duration); events of other instances are found by the poll.
+ * Latency: the sequencer runs within a few milliseconds of a local commit (the bus); every pass that
+ * numbered something sends a NOTIFY on PostgreSQL, which wakes the consumers of the other instances at
+ * once when `listen` is given; a slow poll is only the fallback (an instance that died between its
+ * commit and its pass, a lost listening connection).
  */
 
 export interface OutboxEvent {
@@ -45,11 +57,20 @@ export interface OutboxEvent {
 }
 
 export interface OutboxReaderOptions {
-  /** Poll interval when nothing wakes the reader (events written by another instance). */
+  /** Poll interval when nothing wakes the reader (a fallback: see "Latency" above). */
   pollMs?: number;
   /** Rows numbered per sequencer pass. */
   batch?: number;
+  /**
+   * PostgreSQL: listens on a channel on a connection of its own (storage/pg-listen.ts) and calls
+   * `onPayload` for each NOTIFY; resolves to the function that stops listening. Without it, events
+   * numbered by another instance are found by the poll.
+   */
+  listen?: (channel: string, onPayload: (payload: string) => void) => Promise<() => Promise<void>>;
 }
+
+/** The NOTIFY channel of numbering passes; the payload is the schema whose outbox moved. */
+export const OUTBOX_CHANNEL = 'workroom_outbox';
 
 type Wake = () => void;
 
@@ -57,14 +78,15 @@ export class OutboxReader {
   readonly name = 'outbox';
   readonly #pollMs: number;
   readonly #batch: number;
+  readonly #listen: OutboxReaderOptions['listen'];
   readonly #listeners = new Set<Wake>();
   #timer: NodeJS.Timeout | undefined;
   #unsubscribeBus: (() => void) | undefined;
+  #unlisten: (() => Promise<void>) | undefined;
   /** The sequencer pass in progress and whether another one was asked for meanwhile. */
   #sequencing: Promise<void> | undefined;
   #again = false;
   #retry: NodeJS.Timeout | undefined;
-  #retryMs = 2;
   #soon: NodeJS.Timeout | undefined;
   #stopped = false;
 
@@ -76,17 +98,30 @@ export class OutboxReader {
   ) {
     this.#pollMs = opts.pollMs ?? 1000;
     this.#batch = opts.batch ?? 1000;
+    this.#listen = opts.listen;
   }
 
   get usesSequencer(): boolean {
     return this.storage.dialect === 'postgres';
   }
 
-  start(): void {
+  async start(): Promise<void> {
     this.#stopped = false;
     this.#unsubscribeBus = this.bus.subscribe(() => this.#onCommit());
     this.#timer = setInterval(() => this.#onCommit(), this.#pollMs);
     this.#timer.unref();
+    if (this.usesSequencer && this.#listen) {
+      try {
+        const schema = (
+          await sql<{ s: string }>`select current_schema() as s`.execute(this.storage.stores.db)
+        ).rows[0]?.s;
+        this.#unlisten = await this.#listen(OUTBOX_CHANNEL, (payload) => {
+          if (payload === schema && !this.#stopped) this.#wake();
+        });
+      } catch (err) {
+        this.log.warn({ err }, "outbox: cannot LISTEN; other instances' events are found by polling");
+      }
+    }
     this.#onCommit(); // events left unnumbered by a previous run
   }
 
@@ -97,6 +132,8 @@ export class OutboxReader {
     clearTimeout(this.#retry);
     clearTimeout(this.#soon);
     this.#soon = undefined;
+    await this.#unlisten?.().catch(() => undefined);
+    this.#unlisten = undefined;
     await this.#sequencing?.catch(() => undefined);
   }
 
@@ -186,7 +223,7 @@ export class OutboxReader {
     };
   }
 
-  /** Numbers finished events now (PostgreSQL); resolves when done. Wakes consumers. */
+  /** Numbers committed events now (PostgreSQL); resolves when done. Wakes consumers. */
   sequence(): Promise<void> {
     if (!this.usesSequencer) {
       this.#wake();
@@ -200,16 +237,19 @@ export class OutboxReader {
       try {
         do {
           this.#again = false;
-          const { numbered, waiting } = await this.#sequenceOnce();
+          const numbered = await this.#sequenceOnce();
           if (numbered > 0) this.#wake();
-          if (numbered === this.#batch)
-            this.#again = true; // more are ready than one pass numbers
-          else if (waiting && !this.#stopped) this.#retryLater();
-          else this.#retryMs = 2;
+          if (numbered === this.#batch) this.#again = true; // more are ready than one pass numbers
         } while (this.#again && !this.#stopped);
       } catch (err) {
-        if (!this.#stopped) this.log.error({ err }, 'outbox sequencer failed; retrying');
-        if (!this.#stopped) this.#retryLater();
+        if (!this.#stopped) {
+          this.log.error({ err }, 'outbox sequencer failed; retrying');
+          this.#retry ??= setTimeout(() => {
+            this.#retry = undefined;
+            void this.sequence();
+          }, 100);
+          this.#retry.unref();
+        }
       } finally {
         this.#sequencing = undefined;
       }
@@ -220,44 +260,31 @@ export class OutboxReader {
   #onCommit(): void {
     if (this.#stopped) return;
     if (!this.usesSequencer) return this.#wake();
-    // Commits that land within 2 ms share one sequencer pass (a transaction of its own on PostgreSQL).
+    // Commits that land within 1 ms share one sequencer pass (a transaction of its own on PostgreSQL).
     this.#soon ??= setTimeout(() => {
       this.#soon = undefined;
       void this.sequence();
-    }, 2);
+    }, 1);
   }
 
-  /** Rows still wait behind a running transaction: look again soon, backing off to the poll interval. */
-  #retryLater(): void {
-    if (this.#retry) return;
-    this.#retry = setTimeout(() => {
-      this.#retry = undefined;
-      void this.sequence();
-    }, this.#retryMs);
-    this.#retry.unref();
-    this.#retryMs = Math.min(this.#retryMs * 2, this.#pollMs);
-  }
-
-  async #sequenceOnce(): Promise<{ numbered: number; waiting: boolean }> {
+  /** One numbering pass: every unnumbered event this statement sees (committed ones only), in seq order. */
+  async #sequenceOnce(): Promise<number> {
     return this.storage.transaction(async (stores) => {
       const db = stores.db;
-      // One sequencer at a time per schema (several instances may share the database).
+      // One pass at a time per schema (several instances may share the database); see the top comment.
       await sql`select pg_advisory_xact_lock(hashtext('workroom.outbox.' || current_schema()))`.execute(db);
       const res = await sql`
         with ready as (
           select seq, row_number() over (order by seq) as n from (
-            select seq from events
-            where position is null and tx_id < pg_snapshot_xmin(pg_current_snapshot())
-            order by seq limit ${this.#batch}
+            select seq from events where position is null order by seq limit ${this.#batch}
           ) r
         ), base as (select coalesce(max(position), 0) as p from events)
         update events e set position = base.p + ready.n
         from ready, base where e.seq = ready.seq`.execute(db);
       const numbered = Number(res.numAffectedRows ?? 0);
-      const left = await sql<{
-        w: boolean;
-      }>`select exists(select 1 from events where position is null) as w`.execute(db);
-      return { numbered, waiting: left.rows[0]?.w === true };
+      // Delivered at commit: wakes the consumers of the other instances (and this one's, again).
+      if (numbered > 0) await sql`select pg_notify(${OUTBOX_CHANNEL}, current_schema())`.execute(db);
+      return numbered;
     });
   }
 

@@ -1,11 +1,9 @@
-import { PostgresAdapter, sql, type Selectable } from 'kysely';
+import { CompiledQuery, PostgresAdapter, sql, type Selectable } from 'kysely';
+import { namePgStatement } from '../pg-statements.js';
 import type { AttemptRow, DeliveryRow, WebhookHealthRow } from '../schema.js';
 import type { Executor } from './executor.js';
 import { olderThan } from './notifications.js';
 import { prepared } from './prepared.js';
-
-/** Due rows a claim looks at, at most (earliest first); fewer when it has few slots to fill. */
-const SCAN = 1000;
 
 // Once per delivered attempt: prepared once, not rebuilt.
 const INSERT_ATTEMPT = prepared(
@@ -25,7 +23,7 @@ const INSERT_ATTEMPT = prepared(
       .values({ id, delivery_id, attempt, started_at, duration_ms, status, error, response_snippet }),
 );
 const MARK_DELIVERED = prepared(
-  (db, id: string, attempts: number, last_attempt_at: string, last_status: number, now: string) =>
+  (db, id: string, attempts: number, last_attempt_at: string, last_status: number | null, now: string) =>
     db
       .updateTable('webhook_deliveries')
       .set({
@@ -47,7 +45,128 @@ const RESET_FAILURES = prepared((db, bot_id: string, now: string) =>
     .where('consecutive_failures', '>', 0),
 );
 
+// A fan-out inserts one row per (event, bot): on SQLite one prepared statement run per row inside the
+// fan-out's transaction (synchronous, no query building); on PostgreSQL one statement for the batch.
+const INSERT_DELIVERY = prepared(
+  (
+    db,
+    id: string,
+    org_id: string,
+    bot_id: string,
+    event_id: string,
+    event_seq: number | null,
+    event_position: number | null,
+    event_type: string,
+    event_created_at: string,
+    state: string,
+    next_attempt_at: string,
+    last_error: string | null,
+    now: string,
+  ) =>
+    db
+      .insertInto('webhook_deliveries')
+      .values({
+        id,
+        org_id,
+        bot_id,
+        event_id,
+        event_seq,
+        event_position,
+        event_type,
+        event_created_at,
+        payload: null,
+        state: state as DeliveryRow['state'],
+        attempts: 0,
+        next_attempt_at,
+        last_attempt_at: null,
+        last_status: null,
+        last_error,
+        created_at: now,
+        updated_at: now,
+      })
+      .onConflict((oc) => oc.columns(['event_id', 'bot_id']).doNothing()),
+);
+const PG_INSERT_DELIVERIES = `
+  insert into webhook_deliveries (id, org_id, bot_id, event_id, event_seq, event_position, event_type,
+    event_created_at, payload, state, attempts, next_attempt_at, last_attempt_at, last_status, last_error,
+    created_at, updated_at)
+  select id, org_id, bot_id, event_id, event_seq, event_position, event_type, event_created_at, null, state,
+    0, next_attempt_at, null, null, last_error, $12, $12
+  from unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::bigint[], $7::text[],
+    $8::text[], $9::text[], $10::text[], $11::text[])
+    as v(id, org_id, bot_id, event_id, event_seq, event_position, event_type, event_created_at, state,
+      next_attempt_at, last_error)
+  on conflict (event_id, bot_id) do nothing
+  returning id`;
+const PG_INSERT_ATTEMPTS = `
+  insert into webhook_attempts (id, delivery_id, attempt, started_at, duration_ms, status, error, response_snippet)
+  select * from unnest($1::text[], $2::text[], $3::int[], $4::text[], $5::int[], $6::int[], $7::text[], $8::text[])`;
+const PG_MARK_DELIVERED = `
+  update webhook_deliveries d set state = 'delivered', attempts = v.attempts, last_attempt_at = v.started_at,
+    last_status = v.status, last_error = null, next_attempt_at = $5, updated_at = $5
+  from unnest($1::text[], $2::int[], $3::text[], $4::int[]) as v(id, attempts, started_at, status)
+  where d.id = v.id`;
+const PG_RESET_FAILURES = `
+  update webhook_health set consecutive_failures = 0, updated_at = $2
+  where bot_id = any($1::text[]) and consecutive_failures > 0`;
+
+const MEMBER_TABLES = {
+  channel: ['channel_members', 'channel_id'],
+  project: ['project_members', 'project_id'],
+  dm_room: ['dm_room_members', 'dm_room_id'],
+} as const;
+
 const isPostgres = (db: Executor) => db.getExecutor().adapter instanceof PostgresAdapter;
+
+/** Fixed SQL text run with new parameters (a named statement on PostgreSQL: planned once per connection). */
+async function raw<R>(db: Executor, text: string, parameters: unknown[]): Promise<R[]> {
+  namePgStatement(text);
+  return (await db.executeQuery<R>(CompiledQuery.raw(text, parameters) as CompiledQuery<R>)).rows;
+}
+
+/** A due delivery as a claim first sees it. */
+export interface DueDelivery {
+  id: string;
+  bot_id: string;
+  attempts: number;
+  next_attempt_at: string;
+  event_position: number | null;
+}
+
+/** A delivery the fan-out creates. */
+export interface NewDelivery {
+  id: string;
+  org_id: string;
+  bot_id: string;
+  event_id: string;
+  event_seq: number;
+  event_position: number;
+  event_type: string;
+  event_created_at: string;
+  state: 'pending' | 'failed';
+  /** Now (due), or the end of the lease when the fan-out hands it to the worker at once. */
+  next_attempt_at: string;
+  last_error: string | null;
+}
+
+/** A bot that may receive deliveries, with what the worker needs to send to it. */
+export interface ReceivingBot extends DeliveryTarget {
+  /** JSON array of the event types it subscribed to. */
+  events: string;
+  paused: boolean;
+}
+
+/** A finished attempt that delivered. */
+export interface DeliveredAttempt {
+  attemptId: string;
+  deliveryId: string;
+  botId: string;
+  attempt: number;
+  startedAt: string;
+  durationMs: number;
+  status: number | null;
+  snippet: string | null;
+}
 
 /** What the worker needs to send one delivery, loaded for a batch at once. */
 export interface DeliveryTarget {
@@ -59,6 +178,8 @@ export interface DeliveryTarget {
   status: string;
   deleted_at: string | null;
   secret_encrypted: string | null;
+  /** Set for a built-in bot: delivered in process (delivery/in-process.ts), not over HTTP. */
+  builtin: string | null;
 }
 
 export type DeliveryState = DeliveryRow['state'];
@@ -72,13 +193,17 @@ export class DeliveryStore {
 
   // --- outbox cursors ---
 
-  /** The consumer's position, locked until the transaction ends on PostgreSQL (one fan-out at a time). */
-  async lockCursor(name: string, now: string): Promise<number> {
-    await this.db
-      .insertInto('outbox_cursors')
-      .values({ name, position: 0, updated_at: now })
-      .onConflict((oc) => oc.column('name').doNothing())
-      .execute();
+  /**
+   * The consumer's position, locked until the transaction ends on PostgreSQL (one fan-out at a time).
+   * `create`: make the row first if there is none (a consumer does it once, then only moves it).
+   */
+  async lockCursor(name: string, now: string, create = true): Promise<number> {
+    if (create)
+      await this.db
+        .insertInto('outbox_cursors')
+        .values({ name, position: 0, updated_at: now })
+        .onConflict((oc) => oc.column('name').doNothing())
+        .execute();
     let q = this.db.selectFrom('outbox_cursors').select('position').where('name', '=', name);
     if (isPostgres(this.db)) q = q.forUpdate();
     return Number((await q.executeTakeFirstOrThrow()).position);
@@ -92,17 +217,63 @@ export class DeliveryStore {
       .execute();
   }
 
-  /** Bots of these organizations that can receive webhooks: active, not deleted, with a URL. */
-  webhookBots(orgIds: string[]): Promise<{ id: string; org_id: string; events: string }[]> {
-    if (orgIds.length === 0) return Promise.resolve([]);
-    return this.db
-      .selectFrom('bots')
-      .select(['id', 'org_id', 'events'])
-      .where('org_id', 'in', orgIds)
-      .where('deleted_at', 'is', null)
-      .where('status', '=', 'active')
-      .where('webhook_url', 'is not', null)
+  /**
+   * Bots of these organizations that can receive deliveries: active, not deleted, with a webhook URL
+   * (or built in, when `builtin` is true: they receive in process), with what sending needs.
+   */
+  async receivingBots(orgIds: string[], builtin: boolean): Promise<ReceivingBot[]> {
+    if (orgIds.length === 0) return [];
+    const rows = await this.db
+      .selectFrom('bots as b')
+      .leftJoin('bot_webhook_secrets as s', 's.bot_id', 'b.id')
+      .leftJoin('webhook_health as h', 'h.bot_id', 'b.id')
+      .select([
+        'b.id as bot_id',
+        'b.org_id',
+        'b.name',
+        'b.created_by',
+        'b.webhook_url',
+        'b.status',
+        'b.deleted_at',
+        'b.builtin',
+        'b.events',
+        's.secret_encrypted',
+        'h.paused_at',
+      ])
+      .where('b.org_id', 'in', orgIds)
+      .where('b.deleted_at', 'is', null)
+      .where('b.status', '=', 'active')
+      .where((eb) =>
+        builtin
+          ? eb.or([eb('b.webhook_url', 'is not', null), eb('b.builtin', 'is not', null)])
+          : eb('b.webhook_url', 'is not', null),
+      )
       .execute();
+    return rows.map(({ paused_at, ...r }) => ({ ...r, paused: paused_at !== null }));
+  }
+
+  /** The bot members of containers of one kind, as (container, bot) pairs: one query for a batch. */
+  async botMembers(
+    kind: 'channel' | 'project' | 'dm_room',
+    ids: string[],
+  ): Promise<{ parent: string; bot_id: string }[]> {
+    if (ids.length === 0) return [];
+    const [table, parent] = MEMBER_TABLES[kind];
+    const res = await sql<{ parent: string; bot_id: string }>`
+      select ${sql.ref(parent)} as parent, member_id as bot_id from ${sql.table(table)}
+      where ${sql.ref(parent)} in (${sql.join(ids)}) and member_type = 'bot'`.execute(this.db);
+    return res.rows;
+  }
+
+  /** The project of each of these topics. */
+  async topicProjects(topicIds: string[]): Promise<Map<string, string>> {
+    if (topicIds.length === 0) return new Map();
+    const rows = await this.db
+      .selectFrom('topics')
+      .select(['id', 'project_id'])
+      .where('id', 'in', topicIds)
+      .execute();
+    return new Map(rows.map((r) => [r.id, r.project_id]));
   }
 
   // --- deliveries ---
@@ -117,43 +288,88 @@ export class DeliveryStore {
     }
   }
 
+  /**
+   * The fan-out's rows, in one go; an (event, bot) pair that already exists is left as it is. Returns
+   * the ids actually inserted.
+   */
+  async insertDeliveries(rows: NewDelivery[], now: string): Promise<Set<string>> {
+    const inserted = new Set<string>();
+    if (rows.length === 0) return inserted;
+    if (isPostgres(this.db)) {
+      for (let i = 0; i < rows.length; i += 5000) {
+        const part = rows.slice(i, i + 5000);
+        const col = <K extends keyof NewDelivery>(k: K) => part.map((r) => r[k]);
+        const out = await raw<{ id: string }>(this.db, PG_INSERT_DELIVERIES, [
+          col('id'),
+          col('org_id'),
+          col('bot_id'),
+          col('event_id'),
+          col('event_seq'),
+          col('event_position'),
+          col('event_type'),
+          col('event_created_at'),
+          col('state'),
+          col('next_attempt_at'),
+          col('last_error'),
+          now,
+        ]);
+        for (const r of out) inserted.add(r.id);
+      }
+      return inserted;
+    }
+    for (const r of rows) {
+      const res = await INSERT_DELIVERY(
+        this.db,
+        r.id,
+        r.org_id,
+        r.bot_id,
+        r.event_id,
+        r.event_seq,
+        r.event_position,
+        r.event_type,
+        r.event_created_at,
+        r.state,
+        r.next_attempt_at,
+        r.last_error,
+        now,
+      );
+      if (Number(res.numAffectedRows ?? 0) > 0) inserted.add(r.id);
+    }
+    return inserted;
+  }
+
   get(id: string): Promise<Selectable<DeliveryRow> | undefined> {
     return this.db.selectFrom('webhook_deliveries').selectAll().where('id', '=', id).executeTakeFirst();
   }
 
   /**
-   * Claims due deliveries: at most `limit`, at most `perBot` of one bot, none of a paused bot or of
-   * `busyBots`; their next_attempt_at becomes `leaseUntil`, so that if this worker dies before recording
-   * the attempt, the delivery is due again when the lease ends. On PostgreSQL rows another worker is
-   * claiming are skipped (FOR UPDATE SKIP LOCKED), so several instances share the work.
+   * Due deliveries, earliest first, at most `limit`: none of a paused bot or of `busyBots`. Inside a
+   * transaction on PostgreSQL the rows are locked and rows another worker is claiming are skipped
+   * (FOR UPDATE SKIP LOCKED), so several instances share the work. The worker picks among them and
+   * leases the ones it takes (`lease`).
    */
-  async claim(a: {
-    now: string;
-    leaseUntil: string;
-    limit: number;
-    perBot: number;
-    busyBots: string[];
-  }): Promise<Selectable<DeliveryRow>[]> {
+  async due(a: { now: string; limit: number; busyBots: string[] }): Promise<DueDelivery[]> {
     const busy = a.busyBots.length > 0 ? sql`and d.bot_id not in (${sql.join(a.busyBots)})` : sql``;
-    const due = sql`
-      select id from (
-        select d.id, d.next_attempt_at,
-          row_number() over (partition by d.bot_id order by d.next_attempt_at, d.id) as rn
-        from (
-          -- The earliest due rows only: a claim's cost does not grow with the backlog.
-          select id, bot_id, next_attempt_at from webhook_deliveries d
-          where d.state = 'pending' and d.next_attempt_at <= ${a.now} ${busy}
-            and not exists (select 1 from webhook_health h where h.bot_id = d.bot_id and h.paused_at is not null)
-          order by d.next_attempt_at limit ${Math.min(SCAN, Math.max(64, a.limit * a.perBot))}
-        ) d
-      ) x where rn <= ${a.perBot} order by next_attempt_at limit ${a.limit}`;
-    const ids = isPostgres(this.db)
-      ? sql`select id from webhook_deliveries where id in (${due}) and state = 'pending'
-              and next_attempt_at <= ${a.now} for update skip locked`
-      : due;
+    const lock = isPostgres(this.db) ? sql`for update of d skip locked` : sql``;
+    const res = await sql<DueDelivery>`
+      select d.id, d.bot_id, d.attempts, d.next_attempt_at, d.event_position from webhook_deliveries d
+      where d.state = 'pending' and d.next_attempt_at <= ${a.now} ${busy}
+        and not exists (select 1 from webhook_health h where h.bot_id = d.bot_id and h.paused_at is not null)
+      order by d.next_attempt_at limit ${a.limit} ${lock}`.execute(this.db);
+    return res.rows;
+  }
+
+  /**
+   * Leases deliveries found by `due`: their next_attempt_at becomes `leaseUntil`, so that if this worker
+   * dies before recording the attempt, the delivery is due again when the lease ends. Returns the rows
+   * (only those still pending and due).
+   */
+  async lease(ids: string[], now: string, leaseUntil: string): Promise<Selectable<DeliveryRow>[]> {
+    if (ids.length === 0) return [];
     const res = await sql<Selectable<DeliveryRow>>`
-      update webhook_deliveries set next_attempt_at = ${a.leaseUntil}
-      where id in (${ids}) returning *`.execute(this.db);
+      update webhook_deliveries set next_attempt_at = ${leaseUntil}
+      where id in (${sql.join(ids)}) and state = 'pending' and next_attempt_at <= ${now}
+      returning *`.execute(this.db);
     return res.rows;
   }
 
@@ -181,6 +397,7 @@ export class DeliveryStore {
         'b.webhook_url',
         'b.status',
         'b.deleted_at',
+        'b.builtin',
         's.secret_encrypted',
       ])
       .where('b.id', 'in', botIds)
@@ -207,11 +424,54 @@ export class DeliveryStore {
     d: { id: string; bot_id: string },
     attempts: number,
     startedAt: string,
-    status: number,
+    status: number | null,
     now: string,
   ) {
     await MARK_DELIVERED(this.db, d.id, attempts, startedAt, status, now);
     await RESET_FAILURES(this.db, d.bot_id, now);
+  }
+
+  /** Delivered attempts of several deliveries at once (the worker records in batches). */
+  async recordDelivered(items: DeliveredAttempt[], now: string): Promise<void> {
+    if (items.length === 0) return;
+    const bots = [...new Set(items.map((i) => i.botId))];
+    if (isPostgres(this.db)) {
+      const col = <K extends keyof DeliveredAttempt>(k: K) => items.map((i) => i[k]);
+      await raw(this.db, PG_INSERT_ATTEMPTS, [
+        col('attemptId'),
+        col('deliveryId'),
+        col('attempt'),
+        col('startedAt'),
+        col('durationMs'),
+        col('status'),
+        items.map(() => null),
+        col('snippet'),
+      ]);
+      await raw(this.db, PG_MARK_DELIVERED, [
+        col('deliveryId'),
+        col('attempt'),
+        col('startedAt'),
+        col('status'),
+        now,
+      ]);
+      await raw(this.db, PG_RESET_FAILURES, [bots, now]);
+      return;
+    }
+    for (const i of items) {
+      await INSERT_ATTEMPT(
+        this.db,
+        i.attemptId,
+        i.deliveryId,
+        i.attempt,
+        i.startedAt,
+        i.durationMs,
+        i.status,
+        null,
+        i.snippet,
+      );
+      await MARK_DELIVERED(this.db, i.deliveryId, i.attempt, i.startedAt, i.status, now);
+    }
+    for (const b of bots) await RESET_FAILURES(this.db, b, now);
   }
 
   async update(id: string, patch: Partial<DeliveryRow>): Promise<void> {

@@ -1,0 +1,133 @@
+/**
+ * Requests first: the webhook fan-out and worker run in the same process (and on SQLite on the same
+ * writer) as the request path, and a message to a channel with 50 subscribed bots makes 50 deliveries,
+ * each costing about as much as the request itself. Left alone, deliveries would take most of the
+ * event loop whenever requests come fast, and requests would slow down to the pace of deliveries.
+ *
+ * So background work is paced while requests are being served (`ForegroundMeter`: a request in
+ * flight, or one ended less than `quietMs` ago) and crowd the event loop (they took at least `crowded`
+ * of it over the last `windowMs`: event-loop utilization minus what background work was charged):
+ * each unit of background work (a fan-out pass, a claim, a batch of records, an attempt) is charged
+ * what it cost, and the next one waits until its allowance has caught up. The allowance is what the
+ * requests leave of the loop, less 10 % headroom, but never less than `minShare`. Requests that leave
+ * the loop mostly idle (a steady trickle, however frequent) do not slow deliveries down at all;
+ * requests that want the whole loop (a load test) leave deliveries `minShare` of it. With no request
+ * being served there is no limit: the backlog built up meanwhile is worked off at full speed.
+ * Events are never lost or reordered by this, only delivered later: the fan-out's cursor and the
+ * delivery rows are durable.
+ */
+
+/** Counts requests in flight; app.ts marks each request's start and end. */
+export class ForegroundMeter {
+  #inFlight = 0;
+  #lastEnd = -Infinity;
+
+  begin(): void {
+    this.#inFlight++;
+  }
+
+  end(): void {
+    this.#inFlight = Math.max(0, this.#inFlight - 1);
+    this.#lastEnd = performance.now();
+  }
+
+  /** A request is in flight, or one ended less than `quietMs` ago. */
+  busy(quietMs: number, now = performance.now()): boolean {
+    return this.#inFlight > 0 || now - this.#lastEnd < quietMs;
+  }
+}
+
+export interface PacerOptions {
+  /** Fraction of wall-clock time background work gets at least while requests are served. */
+  minShare?: number;
+  /** Background work that may run at once before the first wait (ms). */
+  burstMs?: number;
+  /** How long after the last request the foreground counts as busy (ms). */
+  quietMs?: number;
+  /** The window over which the requests' use of the event loop is measured (ms). */
+  windowMs?: number;
+  /**
+   * The fraction of the event loop that requests (everything but background work) must take over the
+   * window for background work to be paced: below it, they leave enough of the loop idle.
+   */
+  crowded?: number;
+}
+
+export class Pacer {
+  readonly #meter: ForegroundMeter | undefined;
+  readonly #minShare: number;
+  readonly #burstMs: number;
+  readonly #quietMs: number;
+  readonly #windowMs: number;
+  readonly #crowded: number;
+  /** Background milliseconds spent beyond the allowance (negative: allowance left). */
+  #debt = 0;
+  #at = performance.now();
+  /** The current allowance (fraction of wall-clock time) and how it is measured. */
+  #share: number;
+  #windowStart = performance.now();
+  #elu = performance.eventLoopUtilization();
+  #charged = 0;
+
+  /** Without a meter, nothing is ever held back (tests, tools). */
+  constructor(meter?: ForegroundMeter, opts: PacerOptions = {}) {
+    this.#meter = meter;
+    this.#minShare = opts.minShare ?? 0.15;
+    this.#burstMs = opts.burstMs ?? 5;
+    this.#quietMs = opts.quietMs ?? 25;
+    this.#windowMs = opts.windowMs ?? 100;
+    this.#crowded = opts.crowded ?? 0.5;
+    this.#share = 1;
+  }
+
+  /** Whether requests are being served. */
+  get busy(): boolean {
+    return this.#meter?.busy(this.#quietMs) ?? false;
+  }
+
+  /** Whether background work is being paced now (requests queue up). */
+  get paced(): boolean {
+    this.#settle();
+    return this.busy && this.#share < 1;
+  }
+
+  /** Records background work that took `ms`. */
+  charge(ms: number): void {
+    if (!this.#meter) return;
+    this.#settle();
+    this.#debt += ms;
+    this.#charged += ms;
+  }
+
+  /** Milliseconds to wait before the next unit of background work (0: go now). */
+  delay(): number {
+    if (!this.#meter) return 0;
+    this.#settle();
+    return this.#debt > 0 ? this.#debt / this.#share : 0;
+  }
+
+  /** Resolves when background work may go on. */
+  async ready(): Promise<void> {
+    for (let wait = this.delay(); wait > 0; wait = this.delay()) {
+      await new Promise((r) => setTimeout(r, Math.min(Math.ceil(wait), 50)));
+    }
+  }
+
+  #settle(): void {
+    if (!this.#meter) return;
+    const now = performance.now();
+    const span = now - this.#windowStart;
+    if (span >= this.#windowMs) {
+      // What the requests (and everything else that is not background work) took of the loop.
+      const elu = performance.eventLoopUtilization(this.#elu);
+      const foreground = Math.max(0, elu.active - this.#charged) / span;
+      this.#share = foreground >= this.#crowded ? Math.min(1, Math.max(this.#minShare, 0.9 - foreground)) : 1;
+      this.#elu = performance.eventLoopUtilization();
+      this.#windowStart = now;
+      this.#charged = 0;
+    }
+    if (!this.busy) this.#debt = Math.min(this.#debt, 0);
+    this.#debt = Math.max(-this.#burstMs, this.#debt - (now - this.#at) * this.#share);
+    this.#at = now;
+  }
+}
