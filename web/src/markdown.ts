@@ -58,7 +58,72 @@ DOMPurify.addHook('afterSanitizeAttributes', (node) => {
   }
 });
 
+/** What a `#name` of message text stands for (the chat sets the lookup from its directory). */
+export interface HashtagTarget {
+  type: 'channel' | 'project' | 'task';
+  id: string;
+}
+let lookup: (name: string) => HashtagTarget | null = () => null;
+export function setHashtagLookup(fn: (name: string) => HashtagTarget | null): void {
+  lookup = fn;
+}
+
+/** A link to a channel, project or task of this app (what the composer inserts for names with spaces). */
+const INTERNAL = /^\/#\/(channel|project|task)\/([0-9a-f-]{36})$/;
+/** `#name` at the start or after a character that is not part of a word (so `C#` stays text). */
+const HASHTAG = /(^|[^\p{L}\p{N}_&#/])#([\p{L}\p{N}][\p{L}\p{N}_-]*)/gu;
+
+function hashtagLink(t: HashtagTarget, text: string): HTMLAnchorElement {
+  const a = document.createElement('a');
+  a.href = `/#/${t.type}/${t.id}`;
+  a.className = 'hashtag';
+  a.dataset.hashtag = `${t.type}:${t.id}`;
+  a.textContent = text;
+  return a;
+}
+
+/**
+ * Hashtags in sanitized HTML become preview links (`a.hashtag[data-hashtag]`, opened as a card by the
+ * chat): `#name` in text (not in code or links) naming a channel or project, and links to a channel,
+ * project or task of the app. Works on the DOM of already sanitized HTML and adds only these anchors.
+ */
+function linkHashtags(html: string): string {
+  if (!html.includes('#')) return html;
+  const t = document.createElement('template');
+  t.innerHTML = html;
+  for (const a of t.content.querySelectorAll('a[href]')) {
+    const m = INTERNAL.exec(a.getAttribute('href') ?? '');
+    if (!m) continue;
+    a.classList.add('hashtag');
+    a.setAttribute('data-hashtag', `${m[1]}:${m[2]}`);
+    a.removeAttribute('target');
+  }
+  const walker = document.createTreeWalker(t.content, NodeFilter.SHOW_TEXT, {
+    acceptNode: (n) =>
+      n.parentElement?.closest('a, code, pre') ? NodeFilter.FILTER_REJECT : NodeFilter.FILTER_ACCEPT,
+  });
+  const texts: Text[] = [];
+  for (let n = walker.nextNode(); n !== null; n = walker.nextNode()) texts.push(n as Text);
+  for (const node of texts) {
+    const text = node.data;
+    if (!text.includes('#')) continue;
+    const parts: (string | Node)[] = [];
+    let last = 0;
+    for (const m of text.matchAll(HASHTAG)) {
+      const target = lookup(m[2]!);
+      if (!target) continue;
+      const start = m.index + m[1]!.length;
+      parts.push(text.slice(last, start), hashtagLink(target, `#${m[2]!}`));
+      last = start + 1 + m[2]!.length;
+    }
+    if (parts.length === 0) continue;
+    parts.push(text.slice(last));
+    node.replaceWith(...parts);
+  }
+  return t.innerHTML;
+}
+
 export function renderMessage(content: string, contentHtml: string | null): string {
   const html = contentHtml ?? (marked.parse(content) as string);
-  return DOMPurify.sanitize(html, PURIFY);
+  return linkHashtags(DOMPurify.sanitize(html, PURIFY));
 }

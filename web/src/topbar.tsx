@@ -42,7 +42,10 @@ export function TopBar(props: {
         onClick={shell.toggleTheme}
         title="Switch between light and dark"
       >
-        Dark theme
+        <span class="icon" aria-hidden="true">
+          ☾
+        </span>
+        <span class="label">Dark theme</span>
       </button>
       <span class="who" title={shell.session.user.email}>
         {shell.session.user.display_name}

@@ -4,10 +4,11 @@ import type { ApiKey, Bot, BotCommand, NewApiKey, Scope } from '../api/types';
 import { BotForm } from './bot-form';
 import { Deliveries } from './deliveries';
 import { SCOPES } from './lists';
+import { ToolCalls } from './tool-calls';
 
 const when = (iso: string | null) => (iso === null ? '—' : new Date(iso).toLocaleString());
 
-/** One bot: its settings, API keys, webhook secret and custom commands. */
+/** One bot: its settings, API keys, webhook secret, custom commands, deliveries and MCP audit. */
 export function BotDetail(props: {
   bot: Bot;
   allowPlatform: boolean;
@@ -90,6 +91,7 @@ export function BotDetail(props: {
       <WebhookSecret bot={bot} />
       <Commands bot={bot} />
       <Deliveries botId={bot.id} />
+      <ToolCalls botId={bot.id} />
     </section>
   );
 }
@@ -351,6 +353,7 @@ function Commands({ bot }: { bot: Bot }) {
   const [command, setCommand] = useState('');
   const [description, setDescription] = useState('');
   const [hint, setHint] = useState('');
+  const [editing, setEditing] = useState<string | null>(null);
   const path = { params: { path: { botId: bot.id } } };
   const reload = () =>
     ok(api.GET('/api/bots/{botId}/commands', path))
@@ -387,27 +390,43 @@ function Commands({ bot }: { bot: Bot }) {
       )}
       {items !== null && items.length > 0 && (
         <ul class="command-list">
-          {items.map((c) => (
-            <li key={c.command}>
-              <code>/{c.command}</code> {c.usage_hint && <span class="hint">{c.usage_hint}</span>} —{' '}
-              {c.description}{' '}
-              <button
-                type="button"
-                aria-label={`Delete /${c.command}`}
-                onClick={() =>
-                  void ok(
-                    api.DELETE('/api/bots/{botId}/commands/{commandName}', {
-                      params: { path: { botId: bot.id, commandName: c.command } },
-                    }),
-                  )
-                    .then(reload)
-                    .catch((e: unknown) => setError(describe(e)))
-                }
-              >
-                Delete
-              </button>
-            </li>
-          ))}
+          {items.map((c) =>
+            editing === c.command ? (
+              <li key={c.command}>
+                <EditCommand
+                  botId={bot.id}
+                  command={c}
+                  onDone={async (saved) => {
+                    setEditing(null);
+                    if (saved) await reload();
+                  }}
+                />
+              </li>
+            ) : (
+              <li key={c.command}>
+                <code>/{c.command}</code> {c.usage_hint && <span class="hint">{c.usage_hint}</span>} —{' '}
+                {c.description}{' '}
+                <button type="button" aria-label={`Edit /${c.command}`} onClick={() => setEditing(c.command)}>
+                  Edit
+                </button>{' '}
+                <button
+                  type="button"
+                  aria-label={`Delete /${c.command}`}
+                  onClick={() =>
+                    void ok(
+                      api.DELETE('/api/bots/{botId}/commands/{commandName}', {
+                        params: { path: { botId: bot.id, commandName: c.command } },
+                      }),
+                    )
+                      .then(reload)
+                      .catch((e: unknown) => setError(describe(e)))
+                  }
+                >
+                  Delete
+                </button>
+              </li>
+            ),
+          )}
         </ul>
       )}
       <form class="card form inline" onSubmit={add} aria-label="Add a command">
@@ -440,5 +459,60 @@ function Commands({ bot }: { bot: Bot }) {
         </div>
       </form>
     </section>
+  );
+}
+
+/** Changes a command's description and usage hint (PATCH …/commands/{command}); its name stays. */
+function EditCommand(props: { botId: string; command: BotCommand; onDone(saved: boolean): Promise<void> }) {
+  const c = props.command;
+  const [description, setDescription] = useState(c.description);
+  const [hint, setHint] = useState(c.usage_hint ?? '');
+  const [error, setError] = useState<string | null>(null);
+  const id = `cmd-edit-${c.command}`;
+
+  async function save(e: Event) {
+    e.preventDefault();
+    setError(null);
+    try {
+      await ok(
+        api.PATCH('/api/bots/{botId}/commands/{commandName}', {
+          params: { path: { botId: props.botId, commandName: c.command } },
+          body: { description, usage_hint: hint.trim() === '' ? null : hint.trim() },
+        }),
+      );
+      await props.onDone(true);
+    } catch (err) {
+      setError(describe(err));
+    }
+  }
+
+  return (
+    <form class="card form inline" aria-label={`Edit /${c.command}`} onSubmit={save}>
+      <p>
+        <code>/{c.command}</code>
+      </p>
+      {error !== null && (
+        <p class="error" role="alert">
+          {error}
+        </p>
+      )}
+      <label for={`${id}-desc`}>Description</label>
+      <input
+        id={`${id}-desc`}
+        required
+        value={description}
+        onInput={(e) => setDescription(e.currentTarget.value)}
+      />
+      <label for={`${id}-hint`}>Usage hint</label>
+      <input id={`${id}-hint`} value={hint} onInput={(e) => setHint(e.currentTarget.value)} />
+      <div class="buttons">
+        <button type="submit" class="primary">
+          Save command
+        </button>
+        <button type="button" onClick={() => void props.onDone(false)}>
+          Cancel
+        </button>
+      </div>
+    </form>
   );
 }

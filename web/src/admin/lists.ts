@@ -1,35 +1,6 @@
-import type { EventType, Scope } from '../api/types';
-
 /**
- * The spec's lists of subscribable events and key scopes, as values for the forms. The types come
- * from the OpenAPI document; `Exhaustive` fails to compile when the server adds or drops a value
- * that these arrays do not follow.
+ * The spec's lists of subscribable events and key scopes (and the other value lists of the forms), as
+ * values: read from the committed OpenAPI document at build time (`virtual:openapi-lists`, see
+ * vite.config.ts) and typed by the document's generated types. Nothing here is copied by hand.
  */
-type Exhaustive<T, A extends readonly T[]> = [T] extends [A[number]] ? A : never;
-
-const events = [
-  'message.created',
-  'message.updated',
-  'message.deleted',
-  'task.created',
-  'task.status_changed',
-  'channel.updated',
-  'member.joined',
-  'member.left',
-] as const satisfies readonly EventType[];
-export const EVENT_TYPES: Exhaustive<EventType, typeof events> = events;
-
-const scopes = [
-  'messages:read',
-  'messages:write',
-  'channels:read',
-  'tasks:read',
-  'tasks:write',
-  'users:read',
-  'files:read',
-  'files:write',
-  'webhooks:write',
-  'bots:commands:read',
-  'bots:commands:write',
-] as const satisfies readonly Scope[];
-export const SCOPES: Exhaustive<Scope, typeof scopes> = scopes;
+export { EVENT_TYPES, FILE_SORTS, FILE_TYPES, ROLES, SCOPES, USER_STATUSES } from 'virtual:openapi-lists';

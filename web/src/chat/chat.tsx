@@ -1,8 +1,10 @@
+import { lazy, Suspense } from 'preact/compat';
 import { useCallback, useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import type { Shell } from '../app';
 import { api, ApiError, describe, ok } from '../api/client';
 import { Realtime, type LiveEvent, type LiveStatus } from '../api/realtime';
 import type { Message } from '../api/types';
+import { setHashtagLookup } from '../markdown';
 import { Board } from './board';
 import { Composer } from './composer';
 import {
@@ -14,11 +16,18 @@ import {
   type Directory,
   type RoomRef,
 } from './directory';
+import { HashtagCards } from './hashtag-card';
 import { MessageList } from './messages';
 import { useRoom } from './room';
 import { SearchResults } from './search';
 import { Sidebar } from './sidebar';
+import { RoomTabs, viewsOf, type RoomView } from './tabs';
+import { useUnread } from './unread';
 import { TopBar } from '../topbar';
+
+// A channel's bookmarks and files are loaded when their tab is opened, not with the chat.
+const Bookmarks = lazy(() => import('./bookmarks').then((m) => ({ default: m.Bookmarks })));
+const Files = lazy(() => import('./files').then((m) => ({ default: m.Files })));
 
 /** A line shown only to this person in a room: a command's answer or a bot's ephemeral reply. */
 interface Note {
@@ -56,12 +65,12 @@ export function Chat({ shell }: { shell: Shell }) {
   const [dir, setDir] = useState<Directory | null>(null);
   const [dirError, setDirError] = useState<string | null>(null);
   const [room, setRoomState] = useState<RoomRef | null>(roomFromHash);
-  const [unread, setUnread] = useState<Set<string>>(new Set());
+  const unread = useUnread();
   const [live, setLive] = useState<LiveStatus>('connecting');
   const [unreachable, setUnreachable] = useState(false);
   const [notes, setNotes] = useState<Note[]>([]);
   const [navOpen, setNavOpen] = useState(false);
-  const [view, setView] = useState<'messages' | 'board'>('messages');
+  const [view, setView] = useState<RoomView>('messages');
   const [taskVersion, setTaskVersion] = useState(0);
   const [search, setSearch] = useState<string | null>(null);
   const state = useRoom(room);
@@ -88,11 +97,7 @@ export function Chat({ shell }: { shell: Shell }) {
     setRoomState(r);
     setView('messages');
     setSearch(null);
-    setUnread((u) => {
-      const n = new Set(u);
-      n.delete(roomKey(r));
-      return n;
-    });
+    unread.clear(roomKey(r));
     setNavOpen(false);
   }, []);
 
@@ -128,7 +133,7 @@ export function Chat({ shell }: { shell: Shell }) {
       const cur = roomRef.current;
       if (cur && roomKey(cur) === roomKey(r)) state.upsert(m);
       else if (e.event_type === 'message.created' && !(m.sender_type === 'user' && m.sender_id === me.id))
-        setUnread((u) => new Set(u).add(roomKey(r)));
+        unread.bump(roomKey(r));
       if (r.kind === 'dm' && !dir?.dms.some((d) => d.id === r.id)) reloadDirectory();
     } else if (e.event_type === 'message.deleted') {
       if (typeof data.message_id === 'string') state.remove(data.message_id);
@@ -150,6 +155,7 @@ export function Chat({ shell }: { shell: Shell }) {
       reset: () => {
         void state.refresh();
         reloadDirectory();
+        unread.reload();
       },
       status: setLive,
       unauthorized: () => void ok(api.GET('/api/auth/me')).catch(() => undefined), // a 401 ends the session
@@ -168,6 +174,27 @@ export function Chat({ shell }: { shell: Shell }) {
     }, POLL_MS);
     return () => clearInterval(t);
   }, [live, room && roomKey(room)]);
+
+  // The open room is read up to its newest message while the person is looking at it.
+  const newest = state.messages[state.messages.length - 1];
+  const [visible, setVisible] = useState(() => document.visibilityState === 'visible');
+  useEffect(() => {
+    const onVisibility = () => setVisible(document.visibilityState === 'visible');
+    document.addEventListener('visibilitychange', onVisibility);
+    return () => document.removeEventListener('visibilitychange', onVisibility);
+  }, []);
+  useEffect(() => {
+    if (room !== null && newest !== undefined && visible && search === null) unread.markRead(room, newest.id);
+  }, [room && roomKey(room), newest?.id, visible, search]);
+
+  // `#name` in messages links to the channel or project of that name (set while rendering, before the
+  // messages render with the new directory).
+  useMemo(() => {
+    const byName = new Map<string, { type: 'channel' | 'project'; id: string }>();
+    for (const p of dir?.projects ?? []) byName.set(p.name.toLowerCase(), { type: 'project', id: p.id });
+    for (const c of dir?.channels ?? []) byName.set(c.name.toLowerCase(), { type: 'channel', id: c.id });
+    setHashtagLookup((name) => byName.get(name.toLowerCase()) ?? null);
+  }, [dir]);
 
   const title = dir && room ? roomTitle(dir, room, me) : '';
   const target = useMemo(
@@ -228,7 +255,7 @@ export function Chat({ shell }: { shell: Shell }) {
         dir={dir}
         me={me}
         current={room}
-        unread={unread}
+        unread={unread.counts}
         select={setRoom}
         error={dirError}
         search={(q) => {
@@ -253,32 +280,8 @@ export function Chat({ shell }: { shell: Shell }) {
       <main class="room" aria-labelledby="room-title" hidden={search !== null}>
         <div class="room-head">
           <h1 id="room-title">{title || 'Workroom'}</h1>
-          {room?.kind === 'topic' && (
-            <div role="tablist" aria-label="Topic views" class="tabs">
-              {(['messages', 'board'] as const).map((v) => (
-                <button
-                  key={v}
-                  type="button"
-                  role="tab"
-                  id={`tab-${v}`}
-                  aria-selected={view === v}
-                  aria-controls="room-panel"
-                  tabIndex={view === v ? 0 : -1}
-                  onClick={() => setView(v)}
-                  onKeyDown={(e) => {
-                    if (e.key === 'ArrowRight' || e.key === 'ArrowLeft') {
-                      const next = view === 'messages' ? 'board' : 'messages';
-                      setView(next);
-                      (
-                        e.currentTarget.parentElement?.querySelector(`#tab-${next}`) as HTMLElement | null
-                      )?.focus();
-                    }
-                  }}
-                >
-                  {v === 'messages' ? 'Messages' : 'Task board'}
-                </button>
-              ))}
-            </div>
+          {room !== null && room.kind !== 'dm' && (
+            <RoomTabs views={viewsOf(room.kind)} view={view} setView={setView} />
           )}
           <span class={`live ${live}`} role="status">
             {live === 'live' ? 'Live' : live === 'connecting' ? 'Connecting…' : 'Offline — retrying'}
@@ -293,8 +296,25 @@ export function Chat({ shell }: { shell: Shell }) {
           <div id="room-panel" role="tabpanel" aria-labelledby="tab-board" class="panel-scroll">
             <Board topicId={room.id} dir={dir} version={taskVersion} />
           </div>
+        ) : room !== null && room.kind === 'channel' && (view === 'bookmarks' || view === 'files') ? (
+          <div id="room-panel" role="tabpanel" aria-labelledby={`tab-${view}`} class="panel-scroll">
+            <Suspense fallback={<p class="loading">Loading…</p>}>
+              {view === 'bookmarks' ? (
+                <Bookmarks channelId={room.id} dir={dir} me={me} />
+              ) : (
+                <Files channelId={room.id} dir={dir} />
+              )}
+            </Suspense>
+          </div>
         ) : room !== null ? (
-          <>
+          <div
+            class="room-panel"
+            {...(room.kind !== 'dm' && {
+              id: 'room-panel',
+              role: 'tabpanel',
+              'aria-labelledby': 'tab-messages',
+            })}
+          >
             <MessageList
               messages={state.messages}
               directory={dir}
@@ -322,6 +342,17 @@ export function Chat({ shell }: { shell: Shell }) {
                   }),
                 );
               }}
+              {...(room.kind === 'channel' && {
+                bookmark: async (m: Message) => {
+                  await ok(
+                    api.POST('/api/channels/{channelId}/bookmarks', {
+                      params: { path: { channelId: room.id } },
+                      body: { message_id: m.id },
+                    }),
+                  );
+                  addNote(roomKey(room), 'Message bookmarked. The Bookmarks tab lists it.');
+                },
+              })}
             />
             {roomNotes.length > 0 && (
               <ul class="notes" aria-label="Only visible to you">
@@ -345,7 +376,7 @@ export function Chat({ shell }: { shell: Shell }) {
               send={send}
               runCommand={runCommand}
             />
-          </>
+          </div>
         ) : (
           <p class="empty">
             {dir === null
@@ -356,6 +387,13 @@ export function Chat({ shell }: { shell: Shell }) {
           </p>
         )}
       </main>
+      <HashtagCards
+        dir={dir}
+        open={(r, board) => {
+          setRoom(r);
+          if (board) setView('board');
+        }}
+      />
     </div>
   );
 }

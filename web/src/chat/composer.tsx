@@ -1,6 +1,8 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { api, describe, ok } from '../api/client';
-import type { Command, Mention } from '../api/types';
+import type { Body, Command, Mention } from '../api/types';
+
+type Hashtag = Body<'/api/hashtags/search', 'get'>['items'][number];
 
 export interface ComposerProps {
   roomLabel: string;
@@ -12,9 +14,20 @@ export interface ComposerProps {
 type Popup =
   | { kind: 'commands'; items: Command[] }
   | { kind: 'mentions'; items: Mention[]; start: number; end: number }
+  | { kind: 'hashtags'; items: Hashtag[]; start: number; end: number }
   | null;
 
 const MENTION_AT_CARET = /(^|\s)@([^\s@]{0,100})$/;
+const HASHTAG_AT_CARET = /(^|\s)#([^\s#]{0,100})$/;
+/** A name that reads back as one hashtag; others are inserted as a link (the message shows `#name`). */
+const PLAIN_TAG = /^[\p{L}\p{N}][\p{L}\p{N}_-]*$/u;
+
+/** What picking a hashtag suggestion inserts. */
+function hashtagText(h: Hashtag): string {
+  if (PLAIN_TAG.test(h.name) && h.type !== 'task') return `#${h.name}`;
+  if (h.type === 'tag') return `#${h.name.replace(/[^\p{L}\p{N}_-]+/gu, '-')}`;
+  return `[#${h.name.replace(/[[\]]/g, '')}](/#/${h.type}/${h.id})`;
+}
 
 /**
  * The composer: Enter sends (Shift+Enter is a new line). Typing `/` at the start opens the slash
@@ -68,9 +81,26 @@ export function Composer(props: ComposerProps) {
     setText(el.value);
     setError(null);
     const before = el.value.slice(0, el.selectionStart);
+    const tag = el.value.startsWith('/') ? null : HASHTAG_AT_CARET.exec(before);
+    if (tag !== null) {
+      const q = tag[2]!;
+      const seq = ++mentionSeq.current;
+      ok(api.GET('/api/hashtags/search', { params: { query: { q, limit: 5 } } }))
+        .then((r) => {
+          if (seq !== mentionSeq.current) return;
+          setPopup(
+            r.items.length
+              ? { kind: 'hashtags', items: r.items, start: before.length - q.length - 1, end: before.length }
+              : null,
+          );
+          setActive(0);
+        })
+        .catch(() => undefined);
+      return;
+    }
     const m = MENTION_AT_CARET.exec(before);
     if (m === null || el.value.startsWith('/')) {
-      if (popup?.kind === 'mentions') setPopup(null);
+      if (popup?.kind === 'mentions' || popup?.kind === 'hashtags') setPopup(null);
       return;
     }
     const q = m[2]!;
@@ -97,10 +127,11 @@ export function Composer(props: ComposerProps) {
       if (c) setText(`/${c.command} `);
     } else {
       const m = popup.items[i];
-      if (m) {
-        const next = `${text.slice(0, popup.start)}${m.mention} ${text.slice(popup.end)}`;
+      const insert = m === undefined ? null : 'mention' in m ? m.mention : hashtagText(m);
+      if (insert !== null) {
+        const next = `${text.slice(0, popup.start)}${insert} ${text.slice(popup.end)}`;
         setText(next);
-        const caret = popup.start + m.mention.length + 1;
+        const caret = popup.start + insert.length + 1;
         requestAnimationFrame(() => input.current?.setSelectionRange(caret, caret));
       }
     }
@@ -135,7 +166,7 @@ export function Composer(props: ComposerProps) {
       }
       if (
         e.key === 'Tab' ||
-        (e.key === 'Enter' && !e.shiftKey && (popup.kind === 'mentions' || slash !== null))
+        (e.key === 'Enter' && !e.shiftKey && (popup.kind !== 'commands' || slash !== null))
       ) {
         e.preventDefault();
         pick(active);
@@ -153,7 +184,12 @@ export function Composer(props: ComposerProps) {
     }
   }
 
-  const listId = popup?.kind === 'commands' ? 'slash-palette' : 'mention-list';
+  const listId =
+    popup?.kind === 'commands'
+      ? 'slash-palette'
+      : popup?.kind === 'hashtags'
+        ? 'hashtag-list'
+        : 'mention-list';
   const optionId = (i: number) => `${listId}-${i}`;
   const showPopup = popup !== null && (popup.items.length > 0 || popup.kind === 'commands');
 
@@ -207,6 +243,28 @@ export function Composer(props: ComposerProps) {
           ))}
         </ul>
       )}
+      {showPopup && popup.kind === 'hashtags' && (
+        <ul id="hashtag-list" role="listbox" aria-label="Hashtag suggestions" class="popup">
+          {popup.items.map((h, i) => (
+            <li
+              id={optionId(i)}
+              key={`${h.type}:${h.id}`}
+              role="option"
+              aria-selected={i === active}
+              onMouseDown={(e) => {
+                e.preventDefault();
+                pick(i);
+              }}
+            >
+              <span class="cmd">#{h.name}</span>
+              <span class="desc">
+                {h.type}
+                {h.status ? ` · ${h.status.replace('_', ' ')}` : ''}
+              </span>
+            </li>
+          ))}
+        </ul>
+      )}
       {error !== null && (
         <p class="error" role="alert">
           {error}
@@ -217,7 +275,7 @@ export function Composer(props: ComposerProps) {
           ref={input}
           rows={1}
           aria-label="Message"
-          placeholder={`Message ${props.roomLabel} — / for commands, @ to mention`}
+          placeholder={`Message ${props.roomLabel} — / for commands, @ to mention, # for hashtags`}
           value={text}
           aria-autocomplete="list"
           aria-controls={showPopup ? listId : undefined}

@@ -20,6 +20,8 @@ export interface ListProps {
   remove(m: Message): Promise<void>;
   /** Clicks a button or chooses an option of a bot message's actions. */
   invoke(m: Message, actionId: string, value?: string): Promise<void>;
+  /** Bookmarks the message (channels only). */
+  bookmark?(m: Message): Promise<void>;
 }
 
 /**
@@ -163,9 +165,19 @@ function MessageItem(props: ListProps & { m: Message }) {
           {error}
         </p>
       )}
-      {mine && !editing && (
+      {(mine || props.bookmark) && !editing && (
         <div class="actions">
-          {confirming ? (
+          {props.bookmark && !confirming && (
+            <button
+              type="button"
+              aria-label="Bookmark"
+              title="Bookmark this message"
+              onClick={() => void props.bookmark!(m).catch((e: Error) => setError(e.message))}
+            >
+              <span aria-hidden="true">☆</span>
+            </button>
+          )}
+          {!mine ? null : confirming ? (
             <>
               <span>Delete this message?</span>
               <button

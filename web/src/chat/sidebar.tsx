@@ -1,21 +1,24 @@
 import type { User } from '../api/types';
 import { dmName, roomKey, type Directory, type RoomRef } from './directory';
+import { unreadLabel } from './unread';
 
 export interface SidebarProps {
   dir: Directory | null;
   me: User;
   current: RoomRef | null;
-  unread: Set<string>;
+  /** Unread messages by room key (server counts, plus live arrivals). */
+  unread: Map<string, number>;
   error: string | null;
   select(r: RoomRef): void;
   search(q: string): void;
 }
 
-/** Channels, projects with their topics, and DM rooms; a dot and "unread" mark rooms with news. */
+/** Channels, projects with their topics, and DM rooms; a count marks rooms with unread messages. */
 export function Sidebar({ dir, me, current, unread, error, select, search }: SidebarProps) {
   const item = (r: RoomRef, label: string, prefix: string) => {
     const isCurrent = current !== null && roomKey(current) === roomKey(r);
-    const isUnread = unread.has(roomKey(r));
+    const count = unread.get(roomKey(r)) ?? 0;
+    const isUnread = count > 0;
     return (
       <li key={roomKey(r)}>
         <a
@@ -31,7 +34,12 @@ export function Sidebar({ dir, me, current, unread, error, select, search }: Sid
             {prefix}
           </span>
           <span class="label">{label}</span>
-          {isUnread && <span class="dot">unread</span>}
+          {isUnread && (
+            <span class="dot">
+              {unreadLabel(count)}
+              <span class="sr-only"> unread</span>
+            </span>
+          )}
         </a>
       </li>
     );
