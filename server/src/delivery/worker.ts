@@ -128,6 +128,9 @@ export class DeliveryWorker {
   #recording: Promise<void> | undefined;
   #recordSoon = false;
   #recordRetry: NodeJS.Timeout | undefined;
+  #draining: Promise<void> | undefined;
+  /** Attempts cut off by shutdown: their deliveries are handed back, nothing is recorded. */
+  readonly #cancelled: string[] = [];
   /** Decrypted signing secrets by their stored (encrypted) form. */
   readonly #secrets = new Map<string, string>();
 
@@ -412,7 +415,7 @@ export class DeliveryWorker {
       result = await this.#send(c, target, target.webhook_url, target.secret_encrypted);
     }
     if (result.cancelled) {
-      await this.#release([row.id]);
+      this.#cancelled.push(row.id); // handed back by the drain that cancelled it
       return;
     }
     this.#records.push({ c, attempt, startedAt, result });
@@ -702,11 +705,17 @@ export class DeliveryWorker {
   // --- shutdown and retention ---
 
   /**
-   * Stops taking work and waits for attempts in flight until `deadlineMs` (epoch ms); then cancels the
-   * rest and hands their deliveries back (due now), so that the next start sends them at once. The
-   * attempts that finished are recorded before it resolves.
+   * Stops taking work and waits for attempts in flight until shortly before `deadlineMs` (epoch ms);
+   * then cancels the rest and hands their deliveries back (due now, nothing recorded), so that the next
+   * start sends them at once, with the same webhook-id. The attempts that finished are recorded before
+   * it resolves; the margin before the deadline is for that and the hand-back.
    */
-  async drain(deadlineMs: number): Promise<void> {
+  drain(deadlineMs: number): Promise<void> {
+    this.#draining ??= this.#drain(deadlineMs);
+    return this.#draining;
+  }
+
+  async #drain(deadlineMs: number): Promise<void> {
     this.#stopping = true;
     clearInterval(this.#timer);
     clearInterval(this.#pruneTimer);
@@ -715,22 +724,24 @@ export class DeliveryWorker {
     const queued = [...this.#perBot.values()].flatMap((b) => b.queue.splice(0));
     this.#held -= queued.length;
     const left = Math.max(0, deadlineMs - Date.now());
+    const margin = Math.min(500, left / 5);
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([
       Promise.allSettled([...this.#active]),
-      new Promise((r) => (timer = setTimeout(r, left))),
+      new Promise((r) => (timer = setTimeout(r, left - margin))),
     ]);
     clearTimeout(timer);
     this.#abort.abort();
     await Promise.allSettled([...this.#active]);
-    await this.#release(queued.map((c) => c.row.id));
+    await this.#release([...queued.map((c) => c.row.id), ...this.#cancelled.splice(0)]);
     clearTimeout(this.#recordRetry);
     await this.#recording;
     await this.#flush();
   }
 
+  /** After `drain` (waits for it to end), or at once. */
   async stop(): Promise<void> {
-    if (!this.#stopping) await this.drain(Date.now());
+    await this.drain(Date.now());
   }
 
   /** Deletes delivered and failed deliveries older than the retention, a batch at a time. */

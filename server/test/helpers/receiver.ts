@@ -10,8 +10,9 @@ export interface Received {
   at: number;
 }
 
-/** What the receiver answers: a status (and headers, body), or `hang` (never answer). */
-export type Answer = { status: number; headers?: Record<string, string>; body?: string } | 'hang';
+/** What the receiver answers: a status (and headers, body; after `delayMs`), or `hang` (never answer). */
+export type Answer =
+  { status: number; headers?: Record<string, string>; body?: string; delayMs?: number } | 'hang';
 
 /**
  * A real HTTP webhook receiver on 127.0.0.1 for tests: every request is recorded; each path
@@ -48,8 +49,12 @@ export class Receiver {
           req.socket.on('close', () => r.#hanging.delete(req));
           return;
         }
-        res.writeHead(answer.status, { 'content-type': 'text/plain', ...answer.headers });
-        res.end(answer.body ?? 'ok');
+        const respond = () => {
+          res.writeHead(answer.status, { 'content-type': 'text/plain', ...answer.headers });
+          res.end(answer.body ?? 'ok');
+        };
+        if (answer.delayMs) setTimeout(respond, answer.delayMs);
+        else respond();
       });
     });
     await new Promise<void>((resolve) => r.#server.listen(0, '127.0.0.1', resolve));
