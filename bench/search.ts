@@ -38,6 +38,7 @@ const N = Number(process.env.BENCH_SEARCH_MESSAGES ?? 1_000_000);
 const SAMPLES = Number(process.env.BENCH_SEARCH_SAMPLES ?? 500);
 const PG_URL = process.env.BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 const KEEP = process.env.BENCH_SEARCH_KEEP;
+const APP_NAME = `wr_bench_search_${process.pid}`;
 const PAIRS = Number(process.env.BENCH_SEARCH_PAIRS ?? 5);
 const PHASES = new Set(
   (process.env.BENCH_SEARCH_PHASES ?? 'latency,interference,throughput').split(',').map((s) => s.trim()),
@@ -110,6 +111,11 @@ interface Row {
   created_at: string;
 }
 
+const hex8_4 = (ms: number) => {
+  const hex = ms.toString(16).padStart(12, '0');
+  return `${hex.slice(0, 8)}-${hex.slice(8)}`;
+};
+
 /** Yields the corpus in batches, oldest first: ids and times increase together, like real ones. */
 const VOCABULARY = vocabulary(30_000, rng(7));
 
@@ -129,7 +135,8 @@ function* corpus(batch: number): Generator<Row[]> {
     ws[0] = ws[0]![0]!.toUpperCase() + ws[0]!.slice(1);
     const t = start + i * step;
     rows.push({
-      id: `${Math.floor(t).toString(16).padStart(12, '0')}-7000-8000-${i.toString(16).padStart(12, '0')}`,
+      // Laid out as the server's UUIDv7 ids (time first), so that they sort among them by time.
+      id: `${hex8_4(Math.floor(t))}-7000-8000-${i.toString(16).padStart(12, '0')}`,
       channel: i % 5,
       content: `${ws.join(' ')}.`,
       created_at: new Date(t).toISOString(),
@@ -186,6 +193,10 @@ interface Target {
   /** Loads the corpus with the server stopped (SQLite) or running (PostgreSQL). */
   loadCorpus(orgId: string, channels: string[], botId: string): Promise<number>;
   sizes(): Promise<string>;
+  /** Deletes the latency probes an earlier run posted (the corpus is then as loaded). */
+  deleteProbes(): Promise<number>;
+  /** PostgreSQL: CPU time so far of the backends serving the server under test (ms). */
+  backendsCpuMs?(): Promise<number>;
   dropIndex(): Promise<void>;
   cleanup(): Promise<void>;
   serverStoppedForLoad: boolean;
@@ -243,6 +254,12 @@ function sqliteTarget(keep?: string): Target {
       const fts = of((n) => n.startsWith('messages_fts'));
       return `messages table ${mb(table)}, its b-tree indexes ${mb(indexes)}, FTS5 index ${mb(fts)} (${(fts / table).toFixed(2)}× the table)`;
     },
+    async deleteProbes() {
+      const db = new BetterSqlite3(file);
+      const n = db.prepare(`delete from messages where content like 'latency probe %'`).run().changes;
+      db.close();
+      return n;
+    },
     async dropIndex() {
       const db = new BetterSqlite3(file);
       for (const t of ['insert', 'update', 'delete']) db.exec(`drop trigger messages_fts_${t}`);
@@ -272,7 +289,21 @@ function pgTarget(keep?: string): Target {
   return {
     name: 'PostgreSQL',
     dir,
-    env: { WORKROOM_DATA_DIR: dir, DATABASE_URL: PG_URL, WORKROOM_DATABASE_SCHEMA: schema },
+    env: {
+      WORKROOM_DATA_DIR: dir,
+      // Named, so that its backends can be found in pg_stat_activity (their CPU time).
+      DATABASE_URL: `${PG_URL}${PG_URL.includes('?') ? '&' : '?'}application_name=${APP_NAME}`,
+      WORKROOM_DATABASE_SCHEMA: schema,
+    },
+    backendsCpuMs: () =>
+      client(async (c) => {
+        const r = await c.query<{ pid: number }>(
+          'select pid from pg_stat_activity where application_name = $1',
+          [APP_NAME],
+        );
+        // Backends that ended meanwhile are not counted: the pools keep theirs open.
+        return r.rows.reduce((sum, { pid }) => sum + (cpuMs(pid) || 0), 0);
+      }),
     serverStoppedForLoad: false,
     loadCorpus: (orgId, channels, botId) =>
       client(async (c) => {
@@ -319,6 +350,12 @@ function pgTarget(keep?: string): Target {
           `messages table ${mb(total!)} (heap ${mb(heap!)}, of which tsvector column ${mb(vectors!)}; the rest TOAST and maps), ` +
           `its b-tree indexes ${mb(others!)}, GIN index ${mb(gin!)} (GIN + column: ${((gin! + vectors!) / (total! - vectors!)).toFixed(2)}× the rest of the table)`
         );
+      }),
+    deleteProbes: () =>
+      client(async (c) => {
+        const r = await c.query(`delete from messages where content like 'latency probe %'`);
+        if (r.rowCount) await c.query('vacuum analyze messages');
+        return r.rowCount ?? 0;
       }),
     dropIndex: () =>
       client(async (c) => {
@@ -394,7 +431,10 @@ async function prepare(t: Target): Promise<{ srv: Running; loaded: Loaded }> {
   const state = join(t.dir, 'bench.json');
   if (KEEP && existsSync(state)) {
     const loaded = readLoaded(t.dir);
-    console.log(`  reusing the ${loaded.messages.toLocaleString('en')} messages kept in ${t.dir}`);
+    const probes = await t.deleteProbes();
+    console.log(
+      `  reusing the ${loaded.messages.toLocaleString('en')} messages kept in ${t.dir} (${probes} latency probes of earlier runs deleted)`,
+    );
     return { srv: await startServer(t.env), loaded };
   }
   let srv = await startServer(t.env);
@@ -439,6 +479,24 @@ async function measure(t: Target): Promise<string[]> {
   const { channels } = loaded;
   const size = loaded.messages.toLocaleString('en');
   const bot = { authorization: `Bearer ${loaded.botKey}` };
+  // CPU time of the server's process (its worker threads included) and, on PostgreSQL, of the
+  // database's backends serving it: the cost of a request, much less noisy than its latency on a
+  // shared machine.
+  const cpu = async () => ({ server: cpuMs(srv.pid), db: t.backendsCpuMs ? await t.backendsCpuMs() : 0 });
+  // What the server spends when nobody asks anything (outbox and scheduler polls…), per millisecond:
+  // taken off each query's CPU time.
+  await new Promise((r) => setTimeout(r, 1000)); // the start's own work done
+  const idleStart = { cpu: await cpu(), at: performance.now() };
+  await new Promise((r) => setTimeout(r, 3000));
+  const idleEnd = await cpu();
+  const idleMs = performance.now() - idleStart.at;
+  const idlePerMs = {
+    server: (idleEnd.server - idleStart.cpu.server) / idleMs,
+    db: (idleEnd.db - idleStart.cpu.db) / idleMs,
+  };
+  console.log(
+    `  idle CPU: server ${(idlePerMs.server * 1000).toFixed(0)} ms a second, database ${(idlePerMs.db * 1000).toFixed(0)}`,
+  );
 
   if (PHASES.has('latency')) {
     const queries: [string, (i: number) => string][] = [
@@ -447,16 +505,27 @@ async function measure(t: Target): Promise<string[]> {
       [`word in ${KILO_COUNT} messages`, () => PLANTED.kilo],
       ['common word ("the", in most messages; also a prefix)', () => 'the'],
       [`two words ("${TWO}")`, () => TWO],
+      // Between rare and common: the most work for an index that cannot hand out matches newest first.
+      [`word in ~2,400 messages ("${VOCABULARY.words[1000]}")`, () => VOCABULARY.words[1000]!],
+      [`word in ~8,300 messages ("${VOCABULARY.words[300]}")`, () => VOCABULARY.words[300]!],
       [`phrase ("${PLANTED.phrase}", ${PHRASE_COUNT} messages)`, () => `"${PLANTED.phrase}"`],
     ];
     out.push(
-      `| ${t.name} search (${size} messages) | p50 ms | p99 ms | results | load |`,
-      '|---|---|---|---|---|',
+      `| ${t.name} search (${size} messages) | p50 ms | p99 ms | results | CPU ms a search${t.backendsCpuMs ? ' (server + PostgreSQL)' : ''} | load |`,
+      '|---|---|---|---|---|---|',
     );
     for (const [name, q] of queries) {
+      const c0 = await cpu();
+      const t0 = performance.now();
       const r = await timeRequests(srv.url, SAMPLES, (i) => ({ method: 'GET', path: searchPath(q(i)) }), bot);
+      const elapsed = performance.now() - t0;
+      const c1 = await cpu();
+      const per = (k: 'server' | 'db') => (c1[k] - c0[k] - elapsed * idlePerMs[k]) / (r.lat.length + 20); // 20 warm-up requests
+      const c = t.backendsCpuMs
+        ? `${(per('server') + per('db')).toFixed(2)} (${per('server').toFixed(2)} + ${per('db').toFixed(2)})`
+        : per('server').toFixed(2);
       const p = percentiles(r.lat);
-      out.push(`| ${name} | ${p.p50.toFixed(1)} | ${p.p99.toFixed(1)} | ${r.found} | ${load1()} |`);
+      out.push(`| ${name} | ${p.p50.toFixed(1)} | ${p.p99.toFixed(1)} | ${r.found} | ${c} | ${load1()} |`);
       console.log(`  ${out.at(-1)}`);
     }
     out.push('');

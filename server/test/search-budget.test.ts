@@ -1,31 +1,36 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig } from '../src/config/config.js';
 import { expectStatus } from './helpers/client.js';
 import { rawMcp, rawSession } from './helpers/mcp.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
 import { uniq, World, type BotHandle, type UserHandle } from './helpers/world.js';
 
 /**
- * The time budget of search, and that a slow search does not hold the server up: on SQLite it runs
- * on a reader worker, on PostgreSQL in the database. The slow query is a filter-only search
- * (`has:file`) over a channel of 200,000 messages none of which links a file: it reads them all.
+ * The time budget of search (WORKROOM_SEARCH_TIMEOUT), and that a slow search does not hold the
+ * server up: on SQLite it runs on a reader worker, on PostgreSQL in the database on a connection of
+ * the readers' own. The slow query is a filter-only search (`has:file`) over a channel of filler
+ * messages none of which links a file: it reads them all.
  */
 const ROWS = 200_000;
-let srv: TestServer;
-let user: UserHandle;
-let bot: BotHandle;
-let chan: string;
+
+interface Setup {
+  srv: TestServer;
+  user: UserHandle;
+  bot: BotHandle;
+  chan: string;
+}
 
 /**
  * Fills a channel with filler messages through the server's own storage, in one statement (the API
  * would take minutes). The index triggers (SQLite) and the generated column (PostgreSQL) index them.
  */
-async function seed(orgId: string, channelId: string, senderId: string): Promise<void> {
+async function seed(srv: TestServer, orgId: string, channelId: string, senderId: string, rows: number) {
   const { storage } = srv.app.services;
   const numbers =
     storage.dialect === 'sqlite'
-      ? sql`with recursive n(i) as (select 1 union all select i + 1 from n where i < ${ROWS}) select i from n`
-      : sql`select i from generate_series(1, ${ROWS}::int) as g(i)`;
+      ? sql`with recursive n(i) as (select 1 union all select i + 1 from n where i < ${rows}) select i from n`
+      : sql`select i from generate_series(1, ${rows}::int) as g(i)`;
   await storage.transaction(async (stores) => {
     await sql`insert into messages (id, org_id, channel_id, sender_type, sender_id, content, created_at)
       select 'seed-' || i, ${orgId}, ${channelId}, 'user', ${senderId},
@@ -35,74 +40,103 @@ async function seed(orgId: string, channelId: string, senderId: string): Promise
   if (storage.dialect === 'postgres') await sql`analyze messages`.execute(storage.stores.db);
 }
 
-beforeAll(async () => {
-  srv = await startTestServer();
+async function setUp(env: Record<string, string>, rows: number): Promise<Setup> {
+  const srv = await startTestServer(env);
   const w = await World.create(srv.url);
   const org = await w.org();
-  user = await w.user({ organization_id: org.id }, org.admin.api);
-  chan = await w.channel(org.admin.api, { name: uniq('history') });
-  bot = await w.bot(org.admin.api);
+  const user = await w.user({ organization_id: org.id }, org.admin.api);
+  const chan = await w.channel(org.admin.api, { name: uniq('history') });
+  const bot = await w.bot(org.admin.api);
   expectStatus(await org.admin.api.post(`/api/channels/${chan}/members`, { user_id: user.id }), 201);
   expectStatus(await org.admin.api.post(`/api/channels/${chan}/members`, { bot_id: bot.id }), 201);
-  await seed(org.id, chan, user.id);
+  await seed(srv, org.id, chan, user.id, rows);
   // The seed held the event loop for a while: let idle keep-alive sockets the server closed meanwhile go.
   await new Promise((r) => setTimeout(r, 300));
-}, 300_000);
-afterAll(() => srv?.close());
+  return { srv, user, bot, chan };
+}
+
+/** The MCP `search` tool's answer to `query` (messages only), as the bot. */
+async function mcpSearch(s: Setup, query: string) {
+  const session = await rawSession(s.srv.url, s.bot.key);
+  const res = await rawMcp(s.srv.url, {
+    key: s.bot.key,
+    session,
+    body: {
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'tools/call',
+      params: { name: 'search', arguments: { query, type: 'messages' } },
+    },
+  });
+  expect(res.status).toBe(200);
+  return res.body.result as { isError?: boolean; content: { type: string; text: string }[] };
+}
+
+/** Checks a timed-out search's answer on REST and MCP: 503 search_timeout naming the budget. */
+async function expectTimeout(s: Setup, query: string, budgetMs: number) {
+  const res = await s.user.api.get('/api/search', { query: { query, type: 'messages' } });
+  expect(res.status).toBe(503);
+  expect(res.body.error.code).toBe('search_timeout');
+  expect(res.body.error.message).toBe(
+    `The search took longer than its time budget of ${budgetMs} ms and was stopped; ` +
+      'narrow it with more words or filters (in:, from:, before:, after:)',
+  );
+  expect(res.headers.get('retry-after')).toBeNull(); // the same search would time out again
+  const mcp = await mcpSearch(s, query);
+  expect(mcp.isError).toBe(true);
+  expect(mcp.content[0]!.text).toBe(`Error (search_timeout): ${res.body.error.message}`);
+}
 
 describe('search time budget', () => {
+  let s: Setup;
+  beforeAll(async () => {
+    s = await setUp({}, ROWS);
+  }, 300_000);
+  afterAll(() => s?.srv.close());
+  const config = () => s.srv.app.services.config.search;
+
+  it('is 2 s unless configured', () => {
+    expect(config().timeoutMs).toBe(2000);
+  });
+
   it('the index answers word searches over the big channel at once', async () => {
-    const res = await user.api.get('/api/search', { query: { query: 'filler 123457', type: 'messages' } });
+    const res = await s.user.api.get('/api/search', { query: { query: 'filler 123457', type: 'messages' } });
     expect(expectStatus(res, 200).messages.map((m: { content: string }) => m.content)).toEqual([
       'filler number 123457 of a long channel history',
     ]);
   });
 
   it('a search over its budget is abandoned with 503 search_timeout (REST and MCP), and the next one works', async () => {
-    srv.app.services.storage.search.timeoutMs = 5;
+    config().timeoutMs = 5;
     try {
-      const res = await user.api.get('/api/search', {
-        query: { query: `has:file in:${chan}`, type: 'messages' },
-      });
-      expect(res.status).toBe(503);
-      expect(res.body.error.code).toBe('unavailable');
-      expect(res.body.error.message).toMatch(/^search_timeout: .*time budget of 5 ms/);
-      const session = await rawSession(srv.url, bot.key);
-      const mcp = await rawMcp(srv.url, {
-        key: bot.key,
-        session,
-        body: {
-          jsonrpc: '2.0',
-          id: 1,
-          method: 'tools/call',
-          params: { name: 'search', arguments: { query: 'has:file', type: 'messages' } },
-        },
-      });
-      expect(JSON.stringify(mcp.body)).toContain('search_timeout');
+      await expectTimeout(s, `has:file in:${s.chan}`, 5);
     } finally {
-      srv.app.services.storage.search.timeoutMs = 2000;
+      config().timeoutMs = 2000;
     }
-    const ok = await user.api.get('/api/search', {
+    const ok = await s.user.api.get('/api/search', {
       query: { query: '"filler number 42 of"', type: 'messages' },
     });
     expect(expectStatus(ok, 200).messages).toHaveLength(1);
+    const mcp = await mcpSearch(s, '"filler number 42 of"');
+    expect(mcp.isError).toBeFalsy();
+    expect(mcp.content[0]!.text).toContain('filler number 42 of a long channel history');
   });
 
   it('while a slow search runs, the server keeps answering other requests', async () => {
-    srv.app.services.storage.search.timeoutMs = 30_000;
+    config().timeoutMs = 30_000;
     try {
       const order: string[] = [];
       const started = performance.now();
-      const slow = user.api
-        .get('/api/search', { query: { query: `has:file in:${chan}`, type: 'messages' } })
+      const slow = s.user.api
+        .get('/api/search', { query: { query: `has:file in:${s.chan}`, type: 'messages' } })
         .then((r) => {
           order.push('search');
           return { r, ms: performance.now() - started };
         });
       await new Promise((r) => setTimeout(r, 5)); // let the search start
       for (let i = 0; i < 5; i++) {
-        expectStatus(await user.api.get('/api/health'), 200);
-        expectStatus(await user.api.get(`/api/channels/${chan}`), 200);
+        expectStatus(await s.user.api.get('/api/health'), 200);
+        expectStatus(await s.user.api.get(`/api/channels/${s.chan}`), 200);
         order.push('other');
       }
       const { r, ms } = await slow;
@@ -110,12 +144,44 @@ describe('search time budget', () => {
       // SQLite: the scan runs on a reader worker and takes far longer than ten small requests, which
       // would all wait behind it if it ran on the event loop's thread. (PostgreSQL scans it in the
       // database's own process, often before the ten are done: nothing to wait for either way.)
-      if (srv.dialect === 'sqlite') {
+      if (s.srv.dialect === 'sqlite') {
         expect(ms).toBeGreaterThan(100);
         expect(order.indexOf('search')).toBe(order.length - 1);
       }
     } finally {
-      srv.app.services.storage.search.timeoutMs = 2000;
+      config().timeoutMs = 2000;
     }
+  });
+});
+
+describe('WORKROOM_SEARCH_TIMEOUT', () => {
+  it('is a duration between 1 ms and 60 s (default 2 s); anything else does not start', () => {
+    expect(loadConfig({}).search.timeoutMs).toBe(2000);
+    expect(loadConfig({ WORKROOM_SEARCH_TIMEOUT: '250ms' }).search.timeoutMs).toBe(250);
+    expect(loadConfig({ WORKROOM_SEARCH_TIMEOUT: '1m' }).search.timeoutMs).toBe(60_000);
+    for (const bad of ['0', '0ms', '61s', '5 minutes', '-1s']) {
+      let err: unknown;
+      try {
+        loadConfig({ WORKROOM_SEARCH_TIMEOUT: bad });
+      } catch (e) {
+        err = e;
+      }
+      expect(err, bad).toBeInstanceOf(ConfigError);
+      expect((err as ConfigError).problems.join('\n'), bad).toMatch(/^WORKROOM_SEARCH_TIMEOUT: /);
+    }
+  });
+
+  describe('set on a server', () => {
+    let s: Setup;
+    beforeAll(async () => {
+      // 1 ms: the 30,000-message scan of a has:file search takes several, an indexed word far less.
+      s = await setUp({ WORKROOM_SEARCH_TIMEOUT: '1ms' }, 30_000);
+    }, 300_000);
+    afterAll(() => s?.srv.close());
+
+    it('is the budget of every search, on REST and MCP', async () => {
+      expect(s.srv.app.services.config.search.timeoutMs).toBe(1);
+      await expectTimeout(s, `has:file in:${s.chan}`, 1);
+    });
   });
 });

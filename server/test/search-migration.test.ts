@@ -6,6 +6,7 @@ import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
 import { migrate, openPostgres, openSqlite, type DatabaseHandle } from '../src/storage/database.js';
 import { Storage } from '../src/storage/storage.js';
+import { SearchBudget } from '../src/storage/stores/search.js';
 import { dropSchema } from './helpers/server.js';
 
 /**
@@ -70,12 +71,15 @@ describe('migration 0002 over existing data', () => {
       if (handle.dialect === 'sqlite')
         expect(log.filter((l) => /messages \d+%/.test(l)).length).toBeGreaterThan(1);
       const storage = new Storage(handle);
-      const found = await storage.search.messages({
-        orgId: 'o1',
-        reach: { channelIds: ['c1'], topicIds: [], dmRoomIds: [] },
-        clauses: [{ words: ['creme', 'brulee'], prefix: false }],
-        candidates: 10,
-      });
+      const found = await storage.search.messages(
+        {
+          orgId: 'o1',
+          reach: { channelIds: ['c1'], topicIds: [], dmRoomIds: [] },
+          clauses: [{ words: ['creme', 'brulee'], prefix: false }],
+          candidates: 10,
+        },
+        new SearchBudget(10_000),
+      );
       expect(found.map((m) => m.id)).toEqual(['m0040005', 'm0000005']);
       const count = await sql<{ n: number }>`select count(*) as n from messages`.execute(db);
       expect(Number(count.rows[0]!.n)).toBe(120_000);

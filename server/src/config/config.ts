@@ -113,6 +113,10 @@ const envSchema = z.object({
   WORKROOM_BODY_TIMEOUT: duration('15s'),
   WORKROOM_TRUST_PROXY: bool(false),
   WORKROOM_SHUTDOWN_TIMEOUT: duration('10s'),
+  WORKROOM_SEARCH_TIMEOUT: duration('2s').refine(
+    (ms) => ms >= 1 && ms <= 60_000,
+    'must be between 1ms and 60s',
+  ),
   WORKROOM_SCHEDULER_GRACE: duration('6h').refine(
     (ms) => ms >= 1000 && ms <= 86_400_000,
     'must be between 1s and 24h (a job re-run after a crash must find its idempotency records, kept 24h)',
@@ -209,6 +213,10 @@ export interface Config {
     trustProxy: boolean;
   };
   shutdownTimeoutMs: number;
+  search: {
+    /** The longest a search may read the index; then it answers 503 search_timeout (docs/SEARCH.md). */
+    timeoutMs: number;
+  };
   /** The durable scheduler (docs/SCHEDULER.md). */
   scheduler: {
     /** A job found due later than this (the server was down) is not run but failed as missed. */
@@ -304,6 +312,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       trustProxy: e.WORKROOM_TRUST_PROXY,
     },
     shutdownTimeoutMs: e.WORKROOM_SHUTDOWN_TIMEOUT,
+    search: { timeoutMs: e.WORKROOM_SEARCH_TIMEOUT },
     scheduler: {
       graceMs: e.WORKROOM_SCHEDULER_GRACE,
       retryDelaysMs: e.WORKROOM_SCHEDULER_RETRY_DELAYS,

@@ -19,6 +19,7 @@ export const ERROR_CODES = [
   'headers_too_large', // the request line and headers are over Node's limit (16 KB)
   'rate_limited',
   'unavailable', // dependency down (database), shutting down
+  'search_timeout', // a search ran out of its time budget (WORKROOM_SEARCH_TIMEOUT); narrow it
   'internal',
 ] as const;
 

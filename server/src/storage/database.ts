@@ -14,7 +14,8 @@ import * as m0006 from './migrations/0006_scheduler.js';
 import { startCheckpointer, type Checkpointer } from './sqlite-checkpointer.js';
 import { useNamedStatements } from './pg-statements.js';
 import { engineDialect, SqliteEngine } from './sqlite-engine.js';
-import { SqliteReaders } from './sqlite-readers.js';
+import { PgReaders } from './pg-readers.js';
+import { SqliteReaders, type Readers } from './sqlite-readers.js';
 import { makePrivateDatabaseFile, makePrivateDir } from './private-files.js';
 
 export type Dialect = 'sqlite' | 'postgres';
@@ -24,8 +25,11 @@ export interface DatabaseHandle {
   dialect: Dialect;
   /** The SQLite engine, on SQLite. */
   sqlite?: SqliteEngine;
-  /** SQLite (on a file): read-only connections in worker threads for long reads (search). */
-  readers?: SqliteReaders;
+  /**
+   * Where long reads (search) run within a time budget: on SQLite (on a file) read-only connections in
+   * worker threads, on PostgreSQL a pool of their own with a statement_timeout.
+   */
+  readers?: Readers;
   /** PostgreSQL schema, when not the default one. */
   schema?: string | undefined;
   close(): Promise<void>;
@@ -43,7 +47,10 @@ const MIGRATIONS: Record<string, MigrationUp> = {
   '0006_scheduler': m0006.up,
 };
 
-/** Reader workers for long reads (search): two, so that one abandoned read never leaves none. */
+/**
+ * Readers for long reads (search): two worker threads on SQLite, so that one abandoned read never leaves
+ * none; two connections of their own on PostgreSQL.
+ */
 const READERS = 2;
 
 /** Above this size the WAL is checkpointed by the writer between commits, so that it starts over. */
@@ -136,7 +143,24 @@ export async function openPostgres(
   });
   if (namedStatements) useNamedStatements(pool);
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
-  return { db, dialect: 'postgres', schema, close: () => db.destroy() };
+  const readers = new PgReaders(
+    new pg.Pool({
+      connectionString: url,
+      max: READERS,
+      types: pgTypes,
+      ...(schema ? { options: `-c search_path="${schema}"` } : {}),
+    }),
+  );
+  return {
+    db,
+    dialect: 'postgres',
+    schema,
+    readers,
+    async close() {
+      await readers.close();
+      await db.destroy();
+    },
+  };
 }
 
 export async function openDatabase(config: Config['database']): Promise<DatabaseHandle> {

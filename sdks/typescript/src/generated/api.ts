@@ -1569,6 +1569,7 @@ export interface components {
           | 'headers_too_large'
           | 'rate_limited'
           | 'unavailable'
+          | 'search_timeout'
           | 'internal';
         message: string;
         field?: string;

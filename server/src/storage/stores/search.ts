@@ -21,6 +21,20 @@ export interface MessageQuery {
   candidates: number;
 }
 
+/**
+ * A message the index found, with what ranking needs: its text and time. The full rows of the best
+ * few are read afterwards (`messageRows`), so that a common word does not carry the rendered HTML and
+ * the other columns of every candidate from the reader (half the cost of the read and the hand-over).
+ */
+export interface MessageCandidate {
+  id: string;
+  content: string;
+  created_at: string;
+}
+
+/** What ranking needs of a candidate, in `MessageCandidate`'s order. */
+const CANDIDATE_COLUMNS = sql.raw('m.id, m.content, m.created_at');
+
 const MESSAGE_COLUMNS = sql.raw(
   'm.id, m.org_id, m.channel_id, m.topic_id, m.dm_room_id, m.sender_type, m.sender_id, m.bot_id, ' +
     'm.content, m.content_html, m.actions, m.created_at, m.edited_at, m.deleted_at',
@@ -35,19 +49,17 @@ export const FILE_LINK = '/api/files/';
  * checks, ranks and cuts them; ranking in code means the same query gives the same order on both
  * databases.
  *
- * Every read here has a time budget (`timeoutMs`): on SQLite it runs on a reader worker (never on the
- * event loop's thread) and is abandoned when the budget is spent; on PostgreSQL it runs with
- * `SET LOCAL statement_timeout`. Either way the caller gets AppError `unavailable` (503) saying so.
+ * Every index read here spends a search's time budget (`SearchBudget`, WORKROOM_SEARCH_TIMEOUT): it
+ * runs on the storage's readers (SQLite: a reader worker, never the event loop's thread, abandoned when the budget
+ * is spent; PostgreSQL: a connection of their own with that statement_timeout). Either way the caller
+ * gets AppError `search_timeout` (503) saying so.
  */
 export class SearchStore {
-  /** Time budget of one search read, in milliseconds. */
-  timeoutMs = 2000;
-
   constructor(private readonly handle: DatabaseHandle) {}
 
-  messages(q: MessageQuery): Promise<MessageRow[]> {
+  async messages(q: MessageQuery, budget: SearchBudget): Promise<MessageCandidate[]> {
     const { channelIds, topicIds, dmRoomIds } = q.reach;
-    if (channelIds.length + topicIds.length + dmRoomIds.length === 0) return Promise.resolve([]);
+    if (channelIds.length + topicIds.length + dmRoomIds.length === 0) return [];
     const inList = (col: string, ids: string[]) =>
       sql`${sql.raw(col)} in (${sql.join(ids)})` as RawBuilder<unknown>;
     const reach = [];
@@ -71,24 +83,42 @@ export class SearchStore {
     if (q.hasFile) where.push(sql`m.content like ${`%${FILE_LINK}%`}`);
     const cond = sql.join(where, sql` and `);
 
-    let query: RawBuilder<MessageRow>;
+    let query: RawBuilder<unknown>;
     if (q.clauses.length === 0) {
-      query = sql`select ${MESSAGE_COLUMNS} from messages m where ${cond}
+      query = sql`select ${CANDIDATE_COLUMNS} from messages m where ${cond}
         order by m.created_at desc, m.id desc limit ${q.candidates}`;
     } else if (this.handle.dialect === 'sqlite') {
       // FTS5 hands out matches in rowid order, newest first, so LIMIT stops the index walk early.
-      query = sql`select ${MESSAGE_COLUMNS} from messages_fts join messages m on m.rowid = messages_fts.rowid
+      query = sql`select ${CANDIDATE_COLUMNS} from messages_fts join messages m on m.rowid = messages_fts.rowid
         where messages_fts match ${ftsMatch(q.clauses)} and ${cond}
         order by messages_fts.rowid desc limit ${q.candidates}`;
     } else {
-      query = sql`select ${MESSAGE_COLUMNS} from messages m
+      query = sql`select ${CANDIDATE_COLUMNS} from messages m
         where m.search_vector @@ to_tsquery('simple', ${tsQuery(q.clauses)}) and ${cond}
         order by m.id desc limit ${q.candidates}`;
     }
-    return this.#read<MessageRow>(query.compile(this.handle.db));
+    const rows = await this.#read<[string, string, string]>(query.compile(this.handle.db), budget, true);
+    return rows.map(([id, content, created_at]) => ({ id, content, created_at }));
   }
 
-  users(orgId: string, clauses: TextClause[], candidates: number): Promise<UserWithDepartment[]> {
+  /**
+   * The full rows of these messages (the best candidates), not deleted, in no particular order. A
+   * primary-key lookup of at most a page of rows: read on the main connection (through the committed-
+   * read cache on SQLite), no time budget needed.
+   */
+  async messageRows(ids: string[]): Promise<MessageRow[]> {
+    if (ids.length === 0) return [];
+    const query = sql<MessageRow>`select ${MESSAGE_COLUMNS} from messages m
+      where m.id in (${sql.join(ids)}) and m.deleted_at is null`;
+    return (await query.execute(this.handle.db)).rows;
+  }
+
+  users(
+    orgId: string,
+    clauses: TextClause[],
+    candidates: number,
+    budget: SearchBudget,
+  ): Promise<UserWithDepartment[]> {
     if (clauses.length === 0) return Promise.resolve([]);
     const query =
       this.handle.dialect === 'sqlite'
@@ -99,10 +129,15 @@ export class SearchStore {
         : sql`select u.*, d.name as department from users u left join departments d on d.id = u.department_id
             where ${sql.raw(pgSearchVector('users', 'u'))} @@ to_tsquery('simple', ${tsQuery(clauses)})
             and u.org_id = ${orgId} order by u.id desc limit ${candidates}`;
-    return this.#read<UserWithDepartment>(query.compile(this.handle.db));
+    return this.#read<UserWithDepartment>(query.compile(this.handle.db), budget);
   }
 
-  tasks(topicIds: string[], clauses: TextClause[], candidates: number): Promise<TaskRow[]> {
+  tasks(
+    topicIds: string[],
+    clauses: TextClause[],
+    candidates: number,
+    budget: SearchBudget,
+  ): Promise<TaskRow[]> {
     if (clauses.length === 0 || topicIds.length === 0) return Promise.resolve([]);
     const inTopics = sql`t.topic_id in (${sql.join(topicIds)})`;
     const query =
@@ -113,30 +148,49 @@ export class SearchStore {
         : sql`select t.* from tasks t
             where ${sql.raw(pgSearchVector('tasks', 't'))} @@ to_tsquery('simple', ${tsQuery(clauses)})
             and ${inTopics} order by t.id desc limit ${candidates}`;
-    return this.#read<TaskRow>(query.compile(this.handle.db));
+    return this.#read<TaskRow>(query.compile(this.handle.db), budget);
   }
 
-  /** Runs a read within the time budget: SQLite on a reader worker, PostgreSQL with statement_timeout. */
-  async #read<R>(compiled: CompiledQuery): Promise<R[]> {
-    const budget = Math.max(1, Math.round(this.timeoutMs));
+  /**
+   * Runs a read on the readers within what is left of the budget (`raw`: rows as arrays of their
+   * columns). An in-memory SQLite database has no readers (worker threads cannot share it): there it
+   * runs on the main connection.
+   */
+  async #read<R>(compiled: CompiledQuery, budget: SearchBudget, raw = false): Promise<R[]> {
     const { readers, db } = this.handle;
     try {
-      if (readers) return await readers.all<R>(compiled.sql, compiled.parameters, budget);
-      if (this.handle.dialect === 'sqlite') return (await db.executeQuery<R>(compiled)).rows; // in-memory
-      return await db.transaction().execute(async (trx) => {
-        await sql.raw(`set local statement_timeout = ${budget}`).execute(trx);
-        return (await trx.executeQuery<R>(compiled)).rows;
-      });
+      const left = budget.left();
+      if (left <= 0) throw new ReadTimeout(budget.ms);
+      if (readers) return await readers.all<R>(compiled.sql, compiled.parameters, left, { raw });
+      const rows = (await db.executeQuery<Record<string, unknown>>(compiled)).rows;
+      return (raw ? rows.map((r) => Object.values(r)) : rows) as R[];
     } catch (err) {
-      const canceled = (err as { code?: string } | null)?.code === '57014'; // PostgreSQL query_canceled
-      if (err instanceof ReadTimeout || canceled)
+      if (err instanceof ReadTimeout)
         throw new AppError(
-          'unavailable',
-          `search_timeout: the search took longer than its time budget of ${budget} ms and was stopped; ` +
+          'search_timeout',
+          `The search took longer than its time budget of ${budget.ms} ms and was stopped; ` +
             'narrow it with more words or filters (in:, from:, before:, after:)',
         );
       throw err;
     }
+  }
+}
+
+/**
+ * The time a search may spend reading the index (WORKROOM_SEARCH_TIMEOUT), counted from its start:
+ * its reads (messages, users, tasks) share it.
+ */
+export class SearchBudget {
+  readonly #deadline: number;
+
+  constructor(readonly ms: number) {
+    this.#deadline = performance.now() + ms;
+  }
+
+  /** Milliseconds left (at least 1 while any is left; 0 when spent). */
+  left(): number {
+    const left = this.#deadline - performance.now();
+    return left <= 0 ? 0 : Math.max(1, Math.round(left));
   }
 }
 

@@ -18,5 +18,6 @@ export const HTTP_STATUS: Record<ErrorCode, number> = {
   headers_too_large: 431,
   rate_limited: 429,
   unavailable: 503,
+  search_timeout: 503,
   internal: 500,
 };
