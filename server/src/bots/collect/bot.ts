@@ -201,8 +201,11 @@ async function onCommand(ctx: BotContext, cmd: CommandInvocation) {
   switch (parsed.kind) {
     case 'create':
       return { content: await create(ctx, cmd, ch, parsed.create) };
-    case 'list':
-      return { content: listText(await channelCollections(new BotData(ctx), ch)), ephemeral: true };
+    case 'list': {
+      const all = await channelCollections(new BotData(ctx), ch);
+      for (const c of all) if (overdue(c, ctx.now().getTime())) await closeOverdue(ctx, c);
+      return { content: listText(all), ephemeral: true };
+    }
     case 'cancel':
       return { content: await cancel(ctx, cmd, ch, parsed.ref) };
     case 'close':
@@ -318,6 +321,22 @@ async function closeJob(ctx: BotContext, id: string): Promise<void> {
   await prune(data, c.channel_id);
 }
 
+/**
+ * A collection still open a minute after its deadline: its close job did not run (the bot was
+ * disabled then, or the server was down beyond the scheduler's grace). It is closed now, once.
+ */
+const overdue = (c: Collection, now: number) => c.state === 'open' && Date.parse(c.due_at) < now - 60_000;
+
+async function closeOverdue(ctx: BotContext, c: Collection): Promise<void> {
+  await ctx.call(scheduleJob, {
+    bot_id: ctx.bot.id,
+    kind: jobs.close,
+    run_at: ctx.now().toISOString(),
+    dedupe_key: jobs.closeLateKey(c.id),
+    payload: { id: c.id },
+  });
+}
+
 // --- replies in the DM ------------------------------------------------------------------------------
 
 const FILE_RE = /(?:\/api\/files\/|\bfile:)([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})/gi;
@@ -367,6 +386,10 @@ async function onDm(ctx: BotContext, event: BotEvent): Promise<void> {
     }
     const r = (await data.get<Reply>(keys.reply(id, user)))?.value;
     if (r?.parts.some((p) => p.message_id === messageId)) return; // a repeated delivery: done before
+    if (overdue(c, ctx.now().getTime())) {
+      await closeOverdue(ctx, c);
+      continue;
+    }
     open.push({ c, replied: (r?.parts.length ?? 0) > 0 });
   }
   if (stale.length > 0) {

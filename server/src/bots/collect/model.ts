@@ -109,6 +109,7 @@ export const jobs = {
   remindKey: (id: string) => `co:${id}:remind`,
   closeKey: (id: string) => `co:${id}:close`,
   closeNowKey: (id: string) => `co:${id}:close-now`,
+  closeLateKey: (id: string) => `co:${id}:close-late`,
 };
 
 /**
