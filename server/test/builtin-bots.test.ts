@@ -141,6 +141,7 @@ describe('built-in bots', () => {
       expect(search).toMatchObject({ type: 'system', status: 'active' });
       expect(search.organizations.active).toBeGreaterThanOrEqual(3); // bootstrap org, A, B
       expect(search.commands[0]).toMatchObject({ command: 'search' });
+      expect(list.find((b) => b.key === 'notifications').org_events).toContain('message.created');
     });
 
     it('PATCH /api/builtin-bots/{key}: bad input 400, unknown key 404', async () => {
@@ -258,6 +259,23 @@ describe('built-in bots', () => {
       expect(empty).toMatch(/Usage/);
       const none = expectStatus(await run(ann, '/search qwertyuiop'), 202).reply.content;
       expect(none).toMatch(/No results/);
+    });
+
+    it('a DM to the search bot is answered in that DM, as its author', async () => {
+      const searchBot = await rowOf(ann, orgA.id, 'search');
+      const room = expectStatus(await ann.api.post('/api/dm-rooms', { bot_ids: [searchBot.id] }), 201);
+      expect(room.members).toHaveLength(2);
+      expectStatus(await ann.api.post(`/api/dm-rooms/${room.id}/messages`, { content: 'zebra' }), 201);
+      const answer = await waitFor(async () => {
+        const items = expectStatus(await ann.api.get(`/api/dm-rooms/${room.id}/messages`), 200)
+          .items as any[];
+        return items.find((m) => m.sender_type === 'bot' && m.bot_id === searchBot.id);
+      });
+      expect(answer.content).toContain('launch plan');
+      expect(answer.content).not.toContain('salary');
+      // Another organization's search bot cannot be DMed.
+      const other = await rowOf(bea, orgB.id, 'search');
+      expect((await ann.api.post('/api/dm-rooms', { bot_ids: [other.id] })).status).toBe(404);
     });
   });
 
@@ -424,3 +442,13 @@ describe('built-in bots: installation across restarts', () => {
     }
   });
 });
+
+async function waitFor<T>(fn: () => Promise<T | undefined>, ms = 10_000): Promise<T> {
+  const end = Date.now() + ms;
+  for (;;) {
+    const v = await fn();
+    if (v !== undefined) return v;
+    if (Date.now() > end) throw new Error('timed out waiting');
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
