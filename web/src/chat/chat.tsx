@@ -175,7 +175,7 @@ export function Chat({ shell }: { shell: Shell }) {
     return () => clearInterval(t);
   }, [live, room && roomKey(room)]);
 
-  // The open room is read up to its newest message while the person is looking at it.
+  // The open room is read up to its newest message while the person is looking at its messages.
   const newest = state.messages[state.messages.length - 1];
   const [visible, setVisible] = useState(() => document.visibilityState === 'visible');
   useEffect(() => {
@@ -184,8 +184,9 @@ export function Chat({ shell }: { shell: Shell }) {
     return () => document.removeEventListener('visibilitychange', onVisibility);
   }, []);
   useEffect(() => {
-    if (room !== null && newest !== undefined && visible && search === null) unread.markRead(room, newest.id);
-  }, [room && roomKey(room), newest?.id, visible, search]);
+    if (room !== null && newest !== undefined && visible && search === null && view === 'messages')
+      unread.markRead(room, newest.id);
+  }, [room && roomKey(room), newest?.id, visible, search, view]);
 
   // `#name` in messages links to the channel or project of that name (set while rendering, before the
   // messages render with the new directory).
