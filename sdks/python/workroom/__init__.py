@@ -5,8 +5,9 @@ Standard library only. See sdks/python/README.md.
 
 from .client import UNSET, Attempt, WorkroomClient, __version__
 from .errors import WorkroomError
-from .receiver import CommandInvocation, Response, WebhookReceiver
+from .receiver import ActionInvocation, CommandInvocation, Response, WebhookReceiver
 from .signing import SignatureError, check_signature, sign_delivery, verify_signature
+from .types import button, select
 
 __all__ = [
     "WorkroomClient",
@@ -17,6 +18,9 @@ __all__ = [
     "SignatureError",
     "WorkroomError",
     "CommandInvocation",
+    "ActionInvocation",
+    "button",
+    "select",
     "Response",
     "Attempt",
     "UNSET",

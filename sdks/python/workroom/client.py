@@ -23,7 +23,7 @@ import uuid
 from dataclasses import dataclass
 from email.message import Message as _HeaderMessage
 from email.utils import parsedate_to_datetime
-from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple, Union, cast
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union, cast
 
 from .errors import WorkroomError
 from .types import (
@@ -34,6 +34,7 @@ from .types import (
     DeletedCommand,
     DeletedMessage,
     Message,
+    MessageAction,
     Priority,
     Role,
     SearchResult,
@@ -158,20 +159,35 @@ class WorkroomClient:
         dm_room_id: Optional[str] = None,
         *,
         content_html: Optional[str] = None,
+        actions: Optional[Sequence[MessageAction]] = None,
         idempotency_key: Optional[str] = None,
     ) -> Message:
-        """Posts to exactly one of a channel, a topic or a DM room the bot is a member of."""
+        """Posts to exactly one of a channel, a topic or a DM room the bot is a member of. ``actions``: buttons
+        and selects users can click (``workroom.button(...)``, ``workroom.select(...)``; docs/ACTIONS.md);
+        each click reaches the receiver as ``action.invoked``."""
         path = _container_path(channel_id, topic_id, dm_room_id, "messages")
         body: Dict[str, Any] = {"content": content}
         if content_html is not None:
             body["content_html"] = content_html
+        if actions is not None:
+            body["actions"] = list(actions)
         return cast(Message, self._call("POST", path, body=body, replay_safe=True, idempotency_key=idempotency_key))
 
-    def update_message(self, message_id: str, content: str, content_html: Optional[str] = None) -> Message:
-        """Replaces a message the bot sent (``PUT``: omitting ``content_html`` clears it)."""
+    def update_message(
+        self,
+        message_id: str,
+        content: str,
+        content_html: Optional[str] = None,
+        *,
+        actions: Union[Sequence[MessageAction], None, _Unset] = UNSET,
+    ) -> Message:
+        """Replaces a message the bot sent (``PUT``: omitting ``content_html`` clears it). ``actions`` replaces
+        its buttons and selects; ``actions=None`` (or ``[]``) removes them; not given keeps them."""
         body: Dict[str, Any] = {"content": content}
         if content_html is not None:
             body["content_html"] = content_html
+        if not isinstance(actions, _Unset):
+            body["actions"] = None if actions is None else list(actions)
         return cast(Message, self._call("PUT", f"/api/messages/{_seg(message_id)}", body=body, replay_safe=True))
 
     def delete_message(self, message_id: str) -> DeletedMessage:
@@ -184,12 +200,15 @@ class WorkroomClient:
         content: str,
         *,
         content_html: Optional[str] = None,
+        actions: Optional[Sequence[MessageAction]] = None,
         idempotency_key: Optional[str] = None,
     ) -> Message:
         """Sends a direct message to a user of the bot's organization (the DM room is created on first use)."""
         body: Dict[str, Any] = {"user_id": user_id, "content": content}
         if content_html is not None:
             body["content_html"] = content_html
+        if actions is not None:
+            body["actions"] = list(actions)
         path = f"/api/bots/{_seg(self.bot_id)}/dm-messages"
         return cast(Message, self._call("POST", path, body=body, replay_safe=True, idempotency_key=idempotency_key))
 

@@ -9,7 +9,9 @@ The pitfalls it exists to avoid:
   can arrive twice), remembering a bounded number of ids;
 - a slash command's handler is the one exception to "answer first": its return value *is* the answer (the
   server posts ``{"content": ...}`` from a 2xx answer as the bot's reply), so it runs before the answer,
-  bounded by ``command_timeout`` (under the server's 5 seconds).
+  bounded by ``command_timeout`` (under the server's 5 seconds);
+- a click on one of the bot's message actions (``action.invoked``, docs/ACTIONS.md) runs its
+  ``@receiver.action(...)`` handlers after the answer, like events; the bot answers by editing its message.
 
 Use it standalone (``start()`` / ``run()``, an ``http.server`` in a background thread) or mount
 ``receiver.wsgi_app`` in any WSGI server or framework.
@@ -48,17 +50,19 @@ from typing import (
 from .client import post_json
 from .errors import WorkroomError
 from .signing import DEFAULT_TOLERANCE_SECONDS, SignatureError, check_secret, check_signature
-from .types import CommandReply, Envelope
+from .types import ActionInvokedData, CommandReply, Envelope
 
 log = logging.getLogger("workroom.receiver")
 
 Handler = Callable[[Envelope], Any]
 CommandResult = Union[str, CommandReply, Mapping[str, Any], None]
 CommandHandler = Callable[["CommandInvocation"], CommandResult]
+ActionHandler = Callable[["ActionInvocation"], Any]
 # The decorators give back the function as it was declared (whatever its parameter annotation: dict,
 # Envelope, Mapping), so bound to any callable.
 H = TypeVar("H", bound=Callable[..., Any])
 C = TypeVar("C", bound=Callable[..., Any])
+A = TypeVar("A", bound=Callable[..., Any])
 
 _OK = b'{"ok":true}'
 
@@ -113,6 +117,59 @@ class CommandInvocation:
             dm_room_id=text("dm_room_id"),
             invocation_id=text("invocation_id"),
             response_url=text("response_url"),
+            envelope=envelope,
+        )
+
+
+@dataclass(frozen=True)
+class ActionInvocation:
+    """A user clicked a button or chose an option of one of the bot's messages (the ``action.invoked`` event).
+
+    Answer by editing the message: ``client.update_message(action.message_id, "...", actions=None)``."""
+
+    action_id: str
+    action_type: str  # "button" or "select"
+    value: str  # the button's value, or the option chosen
+    user_id: str
+    user_name: str  # the clicking user's display name
+    message_id: str
+    bot_id: Optional[str]
+    channel_id: Optional[str]
+    topic_id: Optional[str]
+    dm_room_id: Optional[str]
+    invocation_id: Optional[str]
+    invoked_at: Optional[str]
+    envelope: Envelope = field(repr=False)
+
+    @property
+    def data(self) -> ActionInvokedData:
+        """The event's ``data`` as sent."""
+        return cast(ActionInvokedData, self.envelope.get("data") or {})
+
+    @classmethod
+    def from_envelope(cls, envelope: Envelope) -> "ActionInvocation":
+        given = envelope.get("data")
+        data: Mapping[str, Any] = given if isinstance(given, Mapping) else {}
+        user = data.get("user")
+        user_map: Mapping[str, Any] = user if isinstance(user, Mapping) else {}
+
+        def text(source: Mapping[str, Any], name: str) -> Optional[str]:
+            value = source.get(name)
+            return value if isinstance(value, str) else None
+
+        return cls(
+            action_id=text(data, "action_id") or "",
+            action_type=text(data, "action_type") or "",
+            value=text(data, "value") or "",
+            user_id=text(data, "user_id") or "",
+            user_name=text(user_map, "display_name") or "",
+            message_id=text(data, "message_id") or "",
+            bot_id=text(data, "bot_id"),
+            channel_id=text(data, "channel_id"),
+            topic_id=text(data, "topic_id"),
+            dm_room_id=text(data, "dm_room_id"),
+            invocation_id=text(data, "invocation_id"),
+            invoked_at=text(data, "invoked_at"),
             envelope=envelope,
         )
 
@@ -182,6 +239,7 @@ class WebhookReceiver:
         self._clock = clock
         self._handlers: List[Tuple[str, Handler]] = []
         self._commands: Dict[str, CommandHandler] = {}
+        self._actions: List[Tuple[str, ActionHandler]] = []
         self._seen: "OrderedDict[str, None]" = OrderedDict()
         self._lock = threading.Lock()
         self._pool: Optional[ThreadPoolExecutor] = None
@@ -218,6 +276,21 @@ class WebhookReceiver:
 
         def register(handler: C) -> C:
             self._commands[key] = handler
+            return handler
+
+        return register
+
+    def action(self, *action_ids: str) -> Callable[[A], A]:
+        """Decorator: ``@receiver.action("approve", "reject")`` runs for clicks on those actions of the bot's
+        messages (no ids: every action). The handler receives an :class:`ActionInvocation` after the 200 has
+        been sent; answer by editing the message (``client.update_message(...)``)."""
+        if any(not a for a in action_ids):
+            raise ValueError("action ids must not be empty")
+        ids = list(action_ids) or ["*"]
+
+        def register(handler: A) -> A:
+            for action_id in ids:
+                self._actions.append((action_id, handler))
             return handler
 
         return register
@@ -281,6 +354,11 @@ class WebhookReceiver:
     def _handlers_for(self, event: Envelope) -> Optional[Callable[[], None]]:
         event_type = event.get("event_type", "")
         chosen = [h for pattern, h in self._handlers if pattern == event_type or _matches(pattern, event_type)]
+        if event_type == "action.invoked" and self._actions:
+            invocation = ActionInvocation.from_envelope(event)
+            for action_id, action_handler in self._actions:
+                if action_id in ("*", invocation.action_id):
+                    chosen.append(_bind(action_handler, invocation))
         if not chosen:
             return None
 
@@ -441,6 +519,16 @@ def _delivery_keys(headers: Mapping[str, str], event: Envelope) -> List[str]:
         if isinstance(invocation, str) and invocation:
             keys.append("invocation:" + invocation)
     return keys
+
+
+def _bind(handler: ActionHandler, invocation: ActionInvocation) -> Handler:
+    """An action handler as an event handler (keeps its name for the failure log)."""
+
+    def run(_event: Envelope) -> Any:
+        return handler(invocation)
+
+    run.__name__ = getattr(handler, "__name__", "action handler")
+    return run
 
 
 def _matches(pattern: str, event_type: str) -> bool:

@@ -6,13 +6,51 @@ server adds later are kept, and type checkers know the documented ones.
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Literal, Optional, TypedDict
+from typing import Any, Dict, List, Literal, Optional, Tuple, TypedDict, Union
 
 Priority = Literal["low", "medium", "high", "urgent"]
 TaskStatus = Literal["todo", "in_progress", "review", "done"]
 Role = Literal["system_admin", "org_admin", "dept_admin", "member"]
 ContainerType = Literal["channels", "projects", "topics", "all"]
 SearchType = Literal["messages", "users", "tasks", "channels", "all"]
+
+
+ActionStyle = Literal["default", "primary", "danger"]
+
+
+class ActionOption(TypedDict):
+    label: str
+    value: str
+
+
+class _ButtonFields(TypedDict):
+    type: Literal["button"]
+    id: str
+    label: str
+    value: str
+
+
+class ButtonAction(_ButtonFields, total=False):
+    """A button of an interactive message (docs/ACTIONS.md); ``style`` defaults to ``"default"``."""
+
+    style: ActionStyle
+
+
+class _SelectFields(TypedDict):
+    type: Literal["select"]
+    id: str
+    options: List[ActionOption]
+
+
+class SelectAction(_SelectFields, total=False):
+    """A select of an interactive message: 1 to 25 options; ``placeholder`` is its label."""
+
+    placeholder: Optional[str]
+
+
+# One action of a message: up to 10 per message, ids unique within it. Messages and events give them back
+# with ``style`` / ``placeholder`` always present.
+MessageAction = Union[ButtonAction, SelectAction]
 
 
 class BotInfo(TypedDict):
@@ -38,6 +76,7 @@ class Message(TypedDict):
     bot_id: Optional[str]
     content: str
     content_html: Optional[str]
+    actions: Optional[List[MessageAction]]
     created_at: str
     edited_at: Optional[str]
     deleted_at: Optional[str]
@@ -144,8 +183,49 @@ class Envelope(TypedDict, total=False):
     signature: str
 
 
+class ActionUser(TypedDict):
+    id: str
+    display_name: str
+
+
+class ActionInvokedData(TypedDict):
+    """The ``data`` of ``action.invoked``: a user clicked a button or chose an option of the bot's message."""
+
+    invocation_id: str
+    action_id: str
+    action_type: Literal["button", "select"]
+    value: str
+    user_id: str
+    user: ActionUser
+    message_id: str
+    bot_id: str
+    channel_id: Optional[str]
+    topic_id: Optional[str]
+    dm_room_id: Optional[str]
+    invoked_at: str
+
+
 class CommandReply(TypedDict, total=False):
     """What a command handler may return (or just a string: the reply's content)."""
 
     content: str
     ephemeral: bool
+
+
+def button(id: str, label: str, value: str = "", style: ActionStyle = "default") -> ButtonAction:
+    """A button for ``actions=[...]``: ``button("approve", "Approve", "yes", style="primary")``."""
+    return {"type": "button", "id": id, "label": label, "value": value, "style": style}
+
+
+def select(
+    id: str, options: "List[Union[ActionOption, Tuple[str, str]]]", placeholder: Optional[str] = None
+) -> SelectAction:
+    """A select for ``actions=[...]``; ``options`` as ``{"label", "value"}`` dicts or ``(label, value)`` pairs."""
+    opts: List[ActionOption] = [
+        {"label": o[0], "value": o[1]} if isinstance(o, tuple) else {"label": o["label"], "value": o["value"]}
+        for o in options
+    ]
+    action: SelectAction = {"type": "select", "id": id, "options": opts}
+    if placeholder is not None:
+        action["placeholder"] = placeholder
+    return action
