@@ -229,6 +229,24 @@ describe('interactive message actions', () => {
       );
       expect(dm.actions).toEqual([{ ...button('dm'), style: 'default' }]);
 
+      // The incoming webhook takes the body of sending, actions included (here with the bot's key).
+      const incoming = expectStatus(
+        await bot.api.post(`/api/webhooks/incoming/${bot.id}`, {
+          content: 'Build 1234 failed. Retry?',
+          channel_id: channel,
+          actions: [button('retry', { label: 'Retry' })],
+        }),
+        201,
+      );
+      expect(incoming.actions).toEqual([{ ...button('retry', { label: 'Retry' }), style: 'default' }]);
+      const badIncoming = await bot.api.post(`/api/webhooks/incoming/${bot.id}`, {
+        content: 'x',
+        channel_id: channel,
+        actions: [button('x', { style: 'loud' })],
+      });
+      expect(badIncoming.status).toBe(400);
+      expect(badIncoming.body.error.field).toBe('actions.0.style');
+
       const sid = await rawSession(srv.url, bot.key);
       const call = async (name: string, args: unknown) =>
         (
