@@ -144,6 +144,17 @@ describe('incoming webhook', () => {
         'not_found',
       );
     });
+
+    it('checks credentials before the path: a garbage token or none answers 401 even for a bad bot id', async () => {
+      const anon = w.anon;
+      const body = { content: 'x', channel_id: channelId };
+      expectError(
+        await anon.post('/api/webhooks/incoming/not-a-uuid?token=-1', body),
+        401,
+        'unauthenticated',
+      );
+      expectError(await anon.post('/api/webhooks/incoming/not-a-uuid', body), 401, 'unauthenticated');
+    });
   });
 
   describe('with the incoming token', () => {

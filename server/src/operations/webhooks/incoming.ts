@@ -82,7 +82,7 @@ async function incomingActor(
 }
 
 export async function authenticateIncoming(services: Services, r: IncomingRequest): Promise<IncomingAuth> {
-  if (!isUuid(r.botId)) throw notFound('Bot');
+  // Credentials first: without valid ones nothing about the path is revealed (401, never 404).
   if (r.authorization !== undefined) return byKey(services, r.botId, r.authorization);
   if (r.token !== undefined) return byToken(services, r.botId, r.token);
   if (r.headers['x-workroom-signature'] !== undefined || r.headers['webhook-signature'] !== undefined) {
@@ -100,6 +100,7 @@ async function byKey(services: Services, botId: string, authorization: string): 
   if (actor.kind !== 'bot') {
     throw new AppError('forbidden', 'The incoming webhook takes a bot API key, not a user token');
   }
+  if (!isUuid(botId)) throw notFound('Bot');
   if (actor.botId !== botId) throw new AppError('forbidden', 'This API key belongs to another bot');
   return { actor, via: 'key' };
 }
