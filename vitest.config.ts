@@ -7,8 +7,9 @@ export default defineConfig({
     // a test's own waits (expect.poll) say what is expected, these only stop a hung test.
     testTimeout: 60_000,
     hookTimeout: 60_000,
-    // Each test file starts its own server on its own database; two cores, so two at a time.
-    maxWorkers: 2,
+    // Each test file starts its own server on its own database. Three at a time on two cores: several
+    // files (scheduler, stand-up, poll) spend most of their time waiting for real clock times.
+    maxWorkers: 3,
     reporters: ['default'],
   },
 });
