@@ -9,11 +9,14 @@
  * BENCH_PG_URL set, Workroom runs on that PostgreSQL; otherwise on SQLite. BENCH_FANOUT_PHASES picks
  * phases (comma-separated: deliveries, latency, rest; default all). The machine's load average is
  * printed with the results: on a shared machine, compare only figures taken at a similar load.
- * BENCH_FANOUT_RATE sets the event rate of the latency phase (default 200 a second).
+ * BENCH_FANOUT_RATE sets the event rate of the latency phase (default 200 a second). On PostgreSQL,
+ * BENCH_PG_UNRELATED_TX=1 keeps a transaction open elsewhere in the cluster (it holds a transaction id)
+ * during the latency phase, as other applications' transactions do on a shared server.
  */
 import { spawn } from 'node:child_process';
 import { Agent, request } from 'node:http';
 import { loadavg } from 'node:os';
+import pg from 'pg';
 import { signDelivery } from '../server/src/delivery/sign.js';
 import { api, fmt, freePort, load, seed, startWorkroom, type LoadResult } from './lib.js';
 
@@ -180,6 +183,13 @@ try {
   // 2. Latency at a steady 200 events/s to one subscribed bot, for 10 s.
   if (PHASES.has('latency')) {
     const loadBefore = load1();
+    let unrelated: pg.Client | undefined;
+    if (pgUrl && process.env.BENCH_PG_UNRELATED_TX === '1') {
+      unrelated = new pg.Client({ connectionString: pgUrl });
+      await unrelated.connect();
+      await unrelated.query('begin');
+      await unrelated.query('select pg_current_xact_id()');
+    }
     await subscribe(['message.created'], [bots[0]!]);
     await sleep(500);
     await rx.arrivals(true);
@@ -200,8 +210,13 @@ try {
       .sort((a, b) => a - b);
     await rx.arrivals(true);
     await subscribe([], [bots[0]!]);
+    if (unrelated) {
+      await unrelated.query('rollback');
+      await unrelated.end();
+    }
     print(
-      `  event → first attempt at ${rate} events/s: p50 ${pct(lat, 0.5).toFixed(0)} ms, ` +
+      `  event → first attempt at ${rate} events/s${unrelated ? ' (an unrelated transaction open)' : ''}: ` +
+        `p50 ${pct(lat, 0.5).toFixed(0)} ms, ` +
         `p99 ${pct(lat, 0.99).toFixed(0)} ms, max ${lat[lat.length - 1]?.toFixed(0)} ms (${lat.length} events)` +
         `  [load ${loadBefore} → ${load1()}]`,
     );

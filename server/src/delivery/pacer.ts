@@ -91,7 +91,18 @@ export class Pacer {
     return this.busy && this.#share < 1;
   }
 
-  /** Records background work that took `ms`. */
+  /**
+   * Starts timing a unit of background work; the returned function charges the time since. Time only
+   * what keeps the event loop busy: a transaction on SQLite (its statements run on the loop), not one
+   * on PostgreSQL, whose wall-clock time is mostly waiting for the database (time its computing parts).
+   */
+  measure(): () => void {
+    if (!this.#meter) return () => undefined;
+    const t0 = performance.now();
+    return () => this.charge(performance.now() - t0);
+  }
+
+  /** Records background work that kept the event loop busy for `ms`. */
   charge(ms: number): void {
     if (!this.#meter) return;
     this.#settle();

@@ -94,11 +94,15 @@ interface Finished {
   attempt: number;
   startedAt: string;
   result: AttemptResult;
+  /** Called once it is recorded: the attempt's slot is free from then on. */
+  recorded: () => void;
 }
 
 export class DeliveryWorker {
   readonly #o: WorkerOptions;
   readonly #pacer: Pacer;
+  /** SQLite: transactions run on the event loop (see Pacer.measure). */
+  readonly #sync: boolean;
   readonly #pollMs: number;
   readonly #leaseMs: number;
   readonly #perBot = new Map<string, BotSlots>();
@@ -137,6 +141,7 @@ export class DeliveryWorker {
   constructor(opts: WorkerOptions) {
     this.#o = opts;
     this.#pacer = opts.pacer ?? new Pacer();
+    this.#sync = opts.storage.dialect === 'sqlite';
     this.#pollMs = opts.pollMs ?? 500;
     // Every attempt in flight listens on the one shutdown signal (up to WORKROOM_WEBHOOK_CONCURRENCY).
     setMaxListeners(0, this.#abort.signal);
@@ -274,7 +279,8 @@ export class DeliveryWorker {
     const skipped = new Set<string>(); // bots with fresh rows left due by this claim
     let scanned = 0;
     const claimed = await this.#o.storage.transaction(async (stores) => {
-      const t0 = performance.now();
+      // On SQLite the claim keeps the loop (and the writer) busy; on PostgreSQL it waits for the database.
+      const measured = this.#sync ? this.#pacer.measure() : () => undefined;
       const due = await stores.deliveries.due({ now, limit: scan, busyBots });
       scanned = due.length;
       // Outbox order among rows due at the same moment (a fan-out pass inserts them with one time).
@@ -312,7 +318,7 @@ export class DeliveryWorker {
       );
       // Outbox order within the batch (rows due at the same moment come from one fan-out pass).
       rows.sort((a, b) => (a.event_position ?? 0) - (b.event_position ?? 0));
-      this.#pacer.charge(performance.now() - t0);
+      measured();
       return rows.map((row) => ({
         row,
         data: row.event_seq !== null ? (data.get(row.event_seq) ?? 'null') : (row.payload ?? 'null'),
@@ -418,8 +424,12 @@ export class DeliveryWorker {
       this.#cancelled.push(row.id); // handed back by the drain that cancelled it
       return;
     }
-    this.#records.push({ c, attempt, startedAt, result });
-    this.#flushSoon();
+    // The slot stays taken until the attempt is recorded: a crash then resends at most the deliveries
+    // of the slots in use, never a growing heap of sent but unrecorded ones.
+    await new Promise<void>((recorded) => {
+      this.#records.push({ c, attempt, startedAt, result, recorded });
+      this.#flushSoon();
+    });
   }
 
   async #send(
@@ -541,11 +551,17 @@ export class DeliveryWorker {
           const batch = this.#records.splice(0, RECORD_BATCH);
           try {
             await this.#o.storage.transaction(async (stores) => {
-              const t0 = performance.now();
+              const measured = this.#sync ? this.#pacer.measure() : () => undefined;
               await this.#recordBatch(stores, batch);
-              this.#pacer.charge(performance.now() - t0);
+              measured();
             });
           } catch (err) {
+            if (this.#stopping) {
+              // Shutting down: not recorded, so sent again when their leases end (at least once).
+              this.#o.log.warn({ err }, 'could not record webhook attempts at shutdown');
+              for (const f of batch) f.recorded();
+              continue;
+            }
             // Their leases keep them from being sent again meanwhile; try again in a second.
             this.#records.unshift(...batch);
             this.#o.log.error({ err }, 'could not record webhook attempts; retrying');
@@ -558,7 +574,10 @@ export class DeliveryWorker {
             }
             return;
           }
-          for (const f of batch) this.#heldIds.delete(f.c.row.id);
+          for (const f of batch) {
+            this.#heldIds.delete(f.c.row.id);
+            f.recorded();
+          }
         }
       } finally {
         this.#recording = undefined;
@@ -732,9 +751,11 @@ export class DeliveryWorker {
     ]);
     clearTimeout(timer);
     this.#abort.abort();
+    // Attempts that ended wait for their records: write them now (a failure no longer retries).
+    clearTimeout(this.#recordRetry);
+    void this.#flush();
     await Promise.allSettled([...this.#active]);
     await this.#release([...queued.map((c) => c.row.id), ...this.#cancelled.splice(0)]);
-    clearTimeout(this.#recordRetry);
     await this.#recording;
     await this.#flush();
   }
