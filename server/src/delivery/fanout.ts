@@ -50,6 +50,8 @@ const TO_OWNING_BOT = new Set(['action.invoked']);
 /** Outbox events for one bot, `data.bot_id`, without a subscription or a container (see above). */
 const DIRECT_TO_BOT = new Set(['job.due']);
 const BATCH = 500;
+/** Events one pass reads while background work is paced (most would not fit in MAX_ROWS_BUSY). */
+const BATCH_BUSY = 50;
 /** Rows one pass inserts at most (then the cursor stops after the event that reached it). */
 const MAX_ROWS = 2000;
 /** The same while background work is paced (requests queue up): a shorter hold of the (SQLite) writer. */
@@ -123,7 +125,9 @@ export class Fanout {
 
   /** One batch; true when there may be more to read. */
   async #pass(): Promise<boolean> {
-    const maxRows = this.pacer.paced ? MAX_ROWS_BUSY : MAX_ROWS;
+    const paced = this.pacer.paced;
+    const maxRows = paced ? MAX_ROWS_BUSY : MAX_ROWS;
+    const batch = paced ? BATCH_BUSY : BATCH;
     const sync = this.storage.dialect === 'sqlite';
     const reserved: string[] = [];
     let handOff: Claimed[] = [];
@@ -137,7 +141,7 @@ export class Fanout {
         const now = nowIso();
         const cursor = await stores.deliveries.lockCursor(FANOUT_CURSOR, now, !this.#cursorRow);
         this.#cursorRow = true;
-        const events = await this.reader.readAfter(cursor, BATCH, stores.db);
+        const events = await this.reader.readAfter(cursor, batch, stores.db);
         if (events.length === 0) return;
         const plan = await this.#plan(stores, events, now, maxRows, reserved, !sync);
         const inserted = await stores.deliveries.insertDeliveries(plan.rows, now);
@@ -146,7 +150,7 @@ export class Fanout {
         handOff = plan.handOff.filter((c) => inserted.has(c.row.id));
         for (const r of plan.due)
           if (inserted.has(r.id)) backlog.set(r.bot_id, (backlog.get(r.bot_id) ?? 0) + 1);
-        more = plan.upTo < events[events.length - 1]!.position || events.length === BATCH;
+        more = plan.upTo < events[events.length - 1]!.position || events.length === batch;
         measured();
       });
     } catch (err) {

@@ -5,8 +5,10 @@
  * event loop whenever requests come fast, and requests would slow down to the pace of deliveries.
  *
  * So background work is paced while requests are being served (`ForegroundMeter`: a request in
- * flight, or one ended less than `quietMs` ago) and crowd the event loop (they took at least `crowded`
- * of it over the last `windowMs`: event-loop utilization minus what background work was charged):
+ * flight, or one ended less than `quietMs` ago), queue up (on average at least `queueing` in flight
+ * over the last `windowMs`: the server, not its clients, sets their pace) and crowd the event loop
+ * (they took at least `crowded` of it over the window: event-loop utilization minus what background
+ * work was charged):
  * each unit of background work (a fan-out pass, a claim, a batch of records, an attempt) is charged
  * what it cost, and the next one waits until its allowance has caught up. The allowance is what the
  * requests leave of the loop, less 10 % headroom, but never less than `minShare`. Requests that leave
@@ -21,14 +23,31 @@
 export class ForegroundMeter {
   #inFlight = 0;
   #lastEnd = -Infinity;
+  /** Requests in flight integrated over time (request-milliseconds), up to `#changed`. */
+  #area = 0;
+  #changed = performance.now();
 
   begin(): void {
+    this.#advance();
     this.#inFlight++;
   }
 
   end(): void {
+    this.#advance();
     this.#inFlight = Math.max(0, this.#inFlight - 1);
-    this.#lastEnd = performance.now();
+    this.#lastEnd = this.#changed;
+  }
+
+  /** Request-milliseconds in flight so far: its growth over a window is the mean concurrency. */
+  area(): number {
+    this.#advance();
+    return this.#area;
+  }
+
+  #advance(): void {
+    const now = performance.now();
+    this.#area += this.#inFlight * (now - this.#changed);
+    this.#changed = now;
   }
 
   /** A request is in flight, or one ended less than `quietMs` ago. */
@@ -51,6 +70,11 @@ export interface PacerOptions {
    * window for background work to be paced: below it, they leave enough of the loop idle.
    */
   crowded?: number;
+  /**
+   * The mean number of requests in flight over the window from which on they count as queueing (the
+   * server, not its clients, sets their pace). Both this and `crowded` must hold for pacing.
+   */
+  queueing?: number;
 }
 
 export class Pacer {
@@ -60,6 +84,8 @@ export class Pacer {
   readonly #quietMs: number;
   readonly #windowMs: number;
   readonly #crowded: number;
+  readonly #queueing: number;
+  #area = 0;
   /** Background milliseconds spent beyond the allowance (negative: allowance left). */
   #debt = 0;
   #at = performance.now();
@@ -77,6 +103,7 @@ export class Pacer {
     this.#quietMs = opts.quietMs ?? 25;
     this.#windowMs = opts.windowMs ?? 100;
     this.#crowded = opts.crowded ?? 0.5;
+    this.#queueing = opts.queueing ?? 2;
     this.#share = 1;
   }
 
@@ -132,7 +159,11 @@ export class Pacer {
       // What the requests (and everything else that is not background work) took of the loop.
       const elu = performance.eventLoopUtilization(this.#elu);
       const foreground = Math.max(0, elu.active - this.#charged) / span;
-      this.#share = foreground >= this.#crowded ? Math.min(1, Math.max(this.#minShare, 0.9 - foreground)) : 1;
+      const area = this.#meter.area();
+      const queueing = (area - this.#area) / span >= this.#queueing;
+      this.#area = area;
+      this.#share =
+        queueing && foreground >= this.#crowded ? Math.min(1, Math.max(this.#minShare, 0.9 - foreground)) : 1;
       this.#elu = performance.eventLoopUtilization();
       this.#windowStart = now;
       this.#charged = 0;

@@ -38,8 +38,9 @@ import { signDelivery } from './sign.js';
  * same turn of the event loop.
  *
  * Isolation: attempts in flight are bounded overall and per bot, and neither a claim nor a hand-off
- * takes a bot's deliveries beyond its free slots, so a receiver that hangs holds at most its own slots
- * (each for at most the time-out) while every other bot's deliveries keep flowing.
+ * takes more of a bot's deliveries than its slots and one round of queue (which its lease covers), so
+ * a receiver that hangs holds at most its own slots (each for at most the time-out) while every other
+ * bot's deliveries keep flowing. Leased deliveries count against WORKROOM_WEBHOOK_CONCURRENCY.
  *
  * Built-in bots (`bots.builtin` set) are delivered in process through `inProcess`
  * (delivery/in-process.ts) instead of HTTP: no URL or secret, the same attempts, log and retries, and
@@ -76,14 +77,19 @@ export interface Claimed {
 const SNIPPET_BYTES = 1024;
 /** Due rows a claim looks at, at most (earliest first). */
 const SCAN_MAX = 1000;
+/** Claims after attempts end come at most this often (ms). */
+const CLAIM_EVERY_MS = 2;
 /** Finished attempts recorded per transaction, at most. */
 const RECORD_BATCH = 500;
 
 interface BotSlots {
-  /** 1 for a built-in bot, else WORKROOM_WEBHOOK_CONCURRENCY_PER_ENDPOINT. */
+  /** Attempts at once: 1 for a built-in bot, else WORKROOM_WEBHOOK_CONCURRENCY_PER_ENDPOINT. */
   limit: number;
   running: number;
-  /** Leased, waiting for one of the bot's slots (a claim never takes more than the free slots). */
+  /**
+   * Leased, waiting for one of the bot's slots: at most `limit` (one round), which the lease covers,
+   * so that the next attempts are at hand when slots free up without a claim for each.
+   */
   queue: Claimed[];
   /** Slots promised to the fan-out for deliveries it is inserting. */
   reserved: number;
@@ -128,6 +134,7 @@ export class DeliveryWorker {
   #pruneTimer: NodeJS.Timeout | undefined;
   #stopping = false;
   #soon = false;
+  #lastClaim = -Infinity;
   readonly #records: Finished[] = [];
   #recording: Promise<void> | undefined;
   #recordSoon = false;
@@ -187,7 +194,7 @@ export class DeliveryWorker {
     // Not paced here: a delivery handed over starts at once and is charged; the next pass waits for it.
     if (this.#held >= this.#o.webhooks.concurrency) return false;
     const b = this.#slots(target.bot_id, target.builtin);
-    if (b.running + b.queue.length + b.reserved >= b.limit) return false;
+    if (b.running + b.queue.length + b.reserved >= 2 * b.limit) return false;
     b.reserved++;
     this.#held++;
     return true;
@@ -239,14 +246,20 @@ export class DeliveryWorker {
       .finally(() => (this.#claiming = undefined));
   }
 
-  /** After an attempt ends: attempts that end in the same turn share one claim. */
+  /**
+   * After an attempt ends: attempts that end in the same turn, or within CLAIM_EVERY_MS of the last
+   * claim, share one claim (a claim for every attempt that ends would cost more than the attempts).
+   */
   #wakeSoon(): void {
     if (this.#soon) return;
     this.#soon = true;
-    setImmediate(() => {
+    const wait = this.#lastClaim + CLAIM_EVERY_MS - performance.now();
+    const go = () => {
       this.#soon = false;
       this.wake();
-    });
+    };
+    if (wait > 0) setTimeout(go, wait);
+    else setImmediate(go);
   }
 
   async #claimLoop(): Promise<void> {
@@ -270,8 +283,9 @@ export class DeliveryWorker {
   }
 
   async #claimOnce(free: number): Promise<{ exhausted: boolean }> {
+    this.#lastClaim = performance.now();
     const busyBots = [...this.#perBot]
-      .filter(([, b]) => b.running + b.queue.length + b.reserved >= b.limit)
+      .filter(([, b]) => b.running + b.queue.length + b.reserved >= 2 * b.limit)
       .map(([id]) => id);
     const scan = Math.min(SCAN_MAX, Math.max(64, free * 4));
     const nowMs = Date.now();
@@ -305,7 +319,7 @@ export class DeliveryWorker {
         const b = this.#perBot.get(d.bot_id);
         const limit = this.#limitOf(targets.get(d.bot_id)?.builtin ?? null);
         const n = (b ? b.running + b.queue.length + b.reserved : 0) + (taken.get(d.bot_id) ?? 0);
-        if (n >= limit) {
+        if (n >= 2 * limit) {
           if (d.attempts === 0) skipped.add(d.bot_id);
           continue;
         }
