@@ -62,8 +62,8 @@ const LOOP_WINDOW_MS = 60_000;
 type Container = { kind: 'channel' | 'project' | 'dm_room'; id: string };
 interface Candidate {
   id: string;
-  events: Set<string>;
-  bot: ReceivingBot;
+  events: ReadonlySet<string>;
+  builtin: string | null;
 }
 
 export class Fanout {
@@ -74,6 +74,8 @@ export class Fanout {
   #retry: NodeJS.Timeout | undefined;
   /** The cursor row exists (it is created once, then only moved). */
   #cursorRow = false;
+  /** Parsed `events` lists of bots, by their JSON text (the same few texts come back every batch). */
+  readonly #parsed = new Map<string, ReadonlySet<string>>();
   /** Recent bot-authored messages delivered per `${bot}:${container}` (event times, ms). */
   readonly #loopWindow = new Map<string, number[]>();
 
@@ -190,9 +192,9 @@ export class Fanout {
   ): Promise<{ rows: NewDelivery[]; handOff: Claimed[]; due: NewDelivery[]; upTo: number }> {
     const orgIds = [...new Set(events.map((e) => e.org_id))];
     const byOrg = new Map<string, Candidate[]>();
-    for (const b of await stores.deliveries.receivingBots(orgIds, this.worker.inProcess)) {
+    for (const b of await stores.deliveries.subscribers(orgIds, this.worker.inProcess)) {
       const list = byOrg.get(b.org_id) ?? [];
-      list.push({ id: b.bot_id, events: new Set(parseList(b.events)), bot: b });
+      list.push({ id: b.bot_id, events: this.#subscriptions(b.events), builtin: b.builtin });
       byOrg.set(b.org_id, list);
     }
 
@@ -240,36 +242,13 @@ export class Fanout {
       }
     }
 
+    // Who receives what, in event order, up to the cut.
     const computed = chargeComputing ? this.pacer.measure() : () => undefined;
-    const rows: NewDelivery[] = [];
-    const handOff: Claimed[] = [];
-    const due: NewDelivery[] = [];
+    const pairs: { e: OutboxEvent; botId: string; blocked: string | null }[] = [];
     let upTo = events[events.length - 1]!.position;
-    let leaseUntil: string | undefined;
-    const add = (e: OutboxEvent, data: string, bot: ReceivingBot, blockedReason: string | null) => {
-      const pending = blockedReason === null;
-      const take = pending && this.worker.reserve(bot);
-      if (take) reserved.push(bot.bot_id);
-      const row: NewDelivery = {
-        id: newId(),
-        org_id: e.org_id,
-        bot_id: bot.bot_id,
-        event_id: e.id,
-        event_seq: e.seq,
-        event_position: e.position,
-        event_type: e.type,
-        event_created_at: e.created_at,
-        state: pending ? 'pending' : 'failed',
-        next_attempt_at: take ? (leaseUntil ??= this.worker.leaseUntil()) : now,
-        last_error: blockedReason,
-      };
-      rows.push(row);
-      if (pending && !take) due.push(row);
-      if (take) handOff.push({ row: fullRow(row, now), data, target: bot });
-    };
     for (const { e, data, subscribed, direct } of work) {
       if (direct) {
-        for (const b of subscribed) add(e, e.data, b.bot, null);
+        for (const b of subscribed) pairs.push({ e, botId: b.id, blocked: null });
       } else {
         const container = containers.get(e.id);
         const inside = container ? members.get(`${container.kind}:${container.id}`) : undefined;
@@ -278,28 +257,62 @@ export class Fanout {
         for (const b of subscribed) {
           // Built-in system bots may hear some types from their whole organization (their orgEvents).
           const reached =
-            inside?.has(b.id) ||
-            b.id === subject ||
-            this.worker.reachesOrganization(b.bot.builtin, e.type, data);
+            inside?.has(b.id) || b.id === subject || this.worker.reachesOrganization(b.builtin, e.type, data);
           if (!reached || isOwnAction(e.type, data, b.id)) continue;
-          const blocked = this.#overLoopBudget(e, data, b.id);
-          add(
-            e,
-            e.data,
-            b.bot,
-            blocked
-              ? `loop guard: more than ${LOOP_BUDGET} bot-written messages a minute here; not sent`
-              : null,
-          );
+          const blocked = this.#overLoopBudget(e, data, b.id)
+            ? `loop guard: more than ${LOOP_BUDGET} bot-written messages a minute here; not sent`
+            : null;
+          pairs.push({ e, botId: b.id, blocked });
         }
       }
-      if (rows.length >= maxRows) {
+      if (pairs.length >= maxRows) {
         upTo = e.position;
         break;
       }
     }
     computed();
+
+    // What sending to the receivers needs (for the deliveries handed to the worker at once).
+    const targets = await stores.deliveries.targets([...new Set(pairs.map((p) => p.botId))]);
+    const computed2 = chargeComputing ? this.pacer.measure() : () => undefined;
+    const rows: NewDelivery[] = [];
+    const handOff: Claimed[] = [];
+    const due: NewDelivery[] = [];
+    let leaseUntil: string | undefined;
+    for (const { e, botId, blocked } of pairs) {
+      const target: ReceivingBot | undefined = targets.get(botId);
+      const pending = blocked === null;
+      const take = pending && target !== undefined && this.worker.reserve(target);
+      if (take) reserved.push(botId);
+      const row: NewDelivery = {
+        id: newId(),
+        org_id: e.org_id,
+        bot_id: botId,
+        event_id: e.id,
+        event_seq: e.seq,
+        event_position: e.position,
+        event_type: e.type,
+        event_created_at: e.created_at,
+        state: pending ? 'pending' : 'failed',
+        next_attempt_at: take ? (leaseUntil ??= this.worker.leaseUntil()) : now,
+        last_error: blocked,
+      };
+      rows.push(row);
+      if (pending && !take) due.push(row);
+      if (take) handOff.push({ row: fullRow(row, now), data: e.data, target });
+    }
+    computed2();
     return { rows, handOff, due, upTo };
+  }
+
+  #subscriptions(eventsJson: string): ReadonlySet<string> {
+    let set = this.#parsed.get(eventsJson);
+    if (!set) {
+      if (this.#parsed.size >= 1000) this.#parsed.clear();
+      set = new Set(parseList(eventsJson));
+      this.#parsed.set(eventsJson, set);
+    }
+    return set;
   }
 
   /** Counts a bot-written message.created toward its receiver's budget in that container. */

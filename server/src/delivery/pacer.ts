@@ -102,8 +102,8 @@ export class Pacer {
     this.#burstMs = opts.burstMs ?? 5;
     this.#quietMs = opts.quietMs ?? 25;
     this.#windowMs = opts.windowMs ?? 100;
-    this.#crowded = opts.crowded ?? 0.5;
-    this.#queueing = opts.queueing ?? 2;
+    this.#crowded = opts.crowded ?? 0.6;
+    this.#queueing = opts.queueing ?? 4;
     this.#share = 1;
   }
 

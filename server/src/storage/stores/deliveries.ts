@@ -110,6 +110,23 @@ const PG_RESET_FAILURES = `
   update webhook_health set consecutive_failures = 0, updated_at = $2
   where bot_id = any($1::text[]) and consecutive_failures > 0`;
 
+const subscribersOf = (builtin: boolean) =>
+  prepared((db, org_id: string) =>
+    db
+      .selectFrom('bots')
+      .select(['id as bot_id', 'org_id', 'events', 'builtin'])
+      .where('org_id', '=', org_id)
+      .where('deleted_at', 'is', null)
+      .where('status', '=', 'active')
+      .where((eb) =>
+        builtin
+          ? eb.or([eb('webhook_url', 'is not', null), eb('builtin', 'is not', null)])
+          : eb('webhook_url', 'is not', null),
+      ),
+  );
+const SUBSCRIBERS = subscribersOf(false);
+const SUBSCRIBERS_WITH_BUILTIN = subscribersOf(true);
+
 const MEMBER_TABLES = {
   channel: ['channel_members', 'channel_id'],
   project: ['project_members', 'project_id'],
@@ -149,10 +166,17 @@ export interface NewDelivery {
   last_error: string | null;
 }
 
-/** A bot that may receive deliveries, with what the worker needs to send to it. */
-export interface ReceivingBot extends DeliveryTarget {
+/** A bot that may receive deliveries, as the fan-out first looks at it. */
+export interface Subscriber {
+  bot_id: string;
+  org_id: string;
   /** JSON array of the event types it subscribed to. */
   events: string;
+  builtin: string | null;
+}
+
+/** What sending to a bot needs, and whether its webhook is paused. */
+export interface ReceivingBot extends DeliveryTarget {
   paused: boolean;
 }
 
@@ -219,37 +243,14 @@ export class DeliveryStore {
 
   /**
    * Bots of these organizations that can receive deliveries: active, not deleted, with a webhook URL
-   * (or built in, when `builtin` is true: they receive in process), with what sending needs.
+   * (or built in, when `builtin` is true: they receive in process), with their subscriptions. One
+   * prepared statement per organization: the fan-out asks for every batch of events.
    */
-  async receivingBots(orgIds: string[], builtin: boolean): Promise<ReceivingBot[]> {
-    if (orgIds.length === 0) return [];
-    const rows = await this.db
-      .selectFrom('bots as b')
-      .leftJoin('bot_webhook_secrets as s', 's.bot_id', 'b.id')
-      .leftJoin('webhook_health as h', 'h.bot_id', 'b.id')
-      .select([
-        'b.id as bot_id',
-        'b.org_id',
-        'b.name',
-        'b.created_by',
-        'b.webhook_url',
-        'b.status',
-        'b.deleted_at',
-        'b.builtin',
-        'b.events',
-        's.secret_encrypted',
-        'h.paused_at',
-      ])
-      .where('b.org_id', 'in', orgIds)
-      .where('b.deleted_at', 'is', null)
-      .where('b.status', '=', 'active')
-      .where((eb) =>
-        builtin
-          ? eb.or([eb('b.webhook_url', 'is not', null), eb('b.builtin', 'is not', null)])
-          : eb('b.webhook_url', 'is not', null),
-      )
-      .execute();
-    return rows.map(({ paused_at, ...r }) => ({ ...r, paused: paused_at !== null }));
+  async subscribers(orgIds: string[], builtin: boolean): Promise<Subscriber[]> {
+    const out: Subscriber[] = [];
+    for (const org of orgIds)
+      out.push(...(await (builtin ? SUBSCRIBERS_WITH_BUILTIN : SUBSCRIBERS)(this.db, org)).rows);
+    return out;
   }
 
   /** The bot members of containers of one kind, as (container, bot) pairs: one query for a batch. */
@@ -384,11 +385,12 @@ export class DeliveryStore {
     return new Map(rows.map((r) => [Number(r.seq), r.data]));
   }
 
-  async targets(botIds: string[]): Promise<Map<string, DeliveryTarget>> {
+  async targets(botIds: string[]): Promise<Map<string, ReceivingBot>> {
     if (botIds.length === 0) return new Map();
     const rows = await this.db
       .selectFrom('bots as b')
       .leftJoin('bot_webhook_secrets as s', 's.bot_id', 'b.id')
+      .leftJoin('webhook_health as h', 'h.bot_id', 'b.id')
       .select([
         'b.id as bot_id',
         'b.org_id',
@@ -399,10 +401,11 @@ export class DeliveryStore {
         'b.deleted_at',
         'b.builtin',
         's.secret_encrypted',
+        'h.paused_at',
       ])
       .where('b.id', 'in', botIds)
       .execute();
-    return new Map(rows.map((r) => [r.bot_id, r]));
+    return new Map(rows.map(({ paused_at, ...r }) => [r.bot_id, { ...r, paused: paused_at !== null }]));
   }
 
   async recordAttempt(r: AttemptRow): Promise<void> {
