@@ -1,6 +1,8 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../src/config/config.js';
+import { openPostgres } from '../src/storage/database.js';
+import { ReadTimeout } from '../src/storage/sqlite-readers.js';
 import { expectStatus } from './helpers/client.js';
 import { rawMcp, rawSession } from './helpers/mcp.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
@@ -183,5 +185,33 @@ describe('WORKROOM_SEARCH_TIMEOUT', () => {
       expect(s.srv.app.services.config.search.timeoutMs).toBe(1);
       await expectTimeout(s, `has:file in:${s.chan}`, 1);
     });
+  });
+});
+
+describe.runIf(process.env.DATABASE_URL)('PostgreSQL readers', () => {
+  it('run each read with the whole budget as statement_timeout, set once per connection, not what is left of it', async () => {
+    const handle = await openPostgres(process.env.DATABASE_URL!, undefined, 1);
+    try {
+      const readers = handle.readers!;
+      const show = async (leftMs: number, statementTimeoutMs: number) =>
+        (
+          await readers.all<[string]>('show statement_timeout', [], leftMs, { raw: true, statementTimeoutMs })
+        )[0]![0];
+      // What is left of a search's budget shrinks from read to read; the statement_timeout stays.
+      expect(await show(2000, 2000)).toBe('2s');
+      expect(await show(1500, 2000)).toBe('2s');
+      expect(await show(3, 2000)).toBe('2s');
+      expect(await show(2500, 2500)).toBe('2500ms');
+      // A statement past it is canceled by PostgreSQL: ReadTimeout, as when the budget runs out first.
+      await expect(readers.all('select pg_sleep(1)', [], 5000, { statementTimeoutMs: 50 })).rejects.toThrow(
+        ReadTimeout,
+      );
+      await expect(readers.all('select pg_sleep(1)', [], 50, { statementTimeoutMs: 5000 })).rejects.toThrow(
+        ReadTimeout,
+      );
+      expect(readers.abandoned).toBe(1);
+    } finally {
+      await handle.close();
+    }
   });
 });

@@ -8,8 +8,8 @@ const QUERY_CANCELED = '57014';
  * PostgreSQL's reads that can take long (search) run on a small pool of connections of their own
  * (`pool`, two connections: searches never hold more of PostgreSQL's backends, and so of its CPU, than
  * that, as on SQLite two reader workers). Each connection carries the time budget as its own
- * `statement_timeout` (set when a connection is first used, and again when the budget changes), so a
- * read is one round trip: no BEGIN / SET LOCAL / COMMIT around it, as a read in a transaction of the
+ * `statement_timeout` (set when a connection is first used, and again when the configured budget
+ * changes: `statementTimeoutMs`, the whole budget, not what is left of it), so a read is one round trip: no BEGIN / SET LOCAL / COMMIT around it, as a read in a transaction of the
  * main pool needed (four round trips, each a wait for the CPU on a busy machine).
  *
  * The budget covers waiting for a connection too: once it has passed, the read is abandoned at once
@@ -26,7 +26,12 @@ export class PgReaders implements Readers {
     pool.on('error', () => undefined);
   }
 
-  all<R>(sql: string, params: readonly unknown[], budgetMs: number, opts?: { raw?: boolean }): Promise<R[]> {
+  all<R>(
+    sql: string,
+    params: readonly unknown[],
+    budgetMs: number,
+    opts?: { raw?: boolean; statementTimeoutMs?: number },
+  ): Promise<R[]> {
     if (this.#closed) return Promise.reject(new Error('the storage is closed'));
     let timer: NodeJS.Timeout | undefined;
     const expired = new Promise<never>((_, reject) => {
@@ -35,18 +40,19 @@ export class PgReaders implements Readers {
         reject(new ReadTimeout(budgetMs));
       }, budgetMs);
     });
-    const work = this.#run<R>(sql, params, budgetMs, opts?.raw === true);
+    const work = this.#run<R>(sql, params, opts?.statementTimeoutMs ?? budgetMs, opts?.raw === true);
     work.catch(() => undefined); // abandoned: its outcome no longer matters
     return Promise.race([work, expired]).finally(() => clearTimeout(timer));
   }
 
-  async #run<R>(sql: string, params: readonly unknown[], budgetMs: number, raw: boolean): Promise<R[]> {
+  async #run<R>(sql: string, params: readonly unknown[], timeoutMs: number, raw: boolean): Promise<R[]> {
     const client = await this.pool.connect();
     let broken = false;
     try {
-      if (this.#timeouts.get(client) !== budgetMs) {
-        await client.query(`set statement_timeout = ${Math.max(1, Math.round(budgetMs))}`);
-        this.#timeouts.set(client, budgetMs);
+      const timeout = Math.max(1, Math.round(timeoutMs));
+      if (this.#timeouts.get(client) !== timeout) {
+        await client.query(`set statement_timeout = ${timeout}`);
+        this.#timeouts.set(client, timeout);
       }
       const res = await client.query({
         text: sql,
@@ -55,7 +61,7 @@ export class PgReaders implements Readers {
       });
       return res.rows as R[];
     } catch (err) {
-      if ((err as { code?: string } | null)?.code === QUERY_CANCELED) throw new ReadTimeout(budgetMs);
+      if ((err as { code?: string } | null)?.code === QUERY_CANCELED) throw new ReadTimeout(timeoutMs);
       broken = !(err as { code?: string } | null)?.code; // not an SQL error: the connection may be unusable
       throw err;
     } finally {

@@ -63,9 +63,16 @@ export interface Readers {
   /**
    * Runs one read-only statement; rejects with `ReadTimeout` once `budgetMs` have passed (waiting
    * for a reader included). `raw`: each row an array of its columns in select order (cheaper to
-   * hand over from a worker than an object).
+   * hand over from a worker than an object). `statementTimeoutMs` (PostgreSQL): the statement_timeout
+   * to run it with, the whole budget rather than what is left of it (default `budgetMs`): a stable
+   * value, as a change costs a round trip to set.
    */
-  all<R>(sql: string, params: readonly unknown[], budgetMs: number, opts?: { raw?: boolean }): Promise<R[]>;
+  all<R>(
+    sql: string,
+    params: readonly unknown[],
+    budgetMs: number,
+    opts?: { raw?: boolean; statementTimeoutMs?: number },
+  ): Promise<R[]>;
   /** Reads abandoned so far (for tests and diagnostics). */
   readonly abandoned: number;
   close(): Promise<void>;

@@ -196,10 +196,11 @@ async function searchMessages(
     budget,
   );
   const top = best(candidates, MESSAGE_FIELDS, q, { sort, limit }, (m) => m.created_at);
-  // The full rows of the best only; one deleted meanwhile is left out.
-  const rows = new Map((await search.messageRows(top.map((m) => m.id))).map((m) => [m.id, m]));
+  // The full rows of the best only, unless they came along (PostgreSQL); one deleted meanwhile is left out.
+  const missing = top.filter((c) => !c.row).map((c) => c.id);
+  const rows = new Map((await search.messageRows(missing)).map((m) => [m.id, m]));
   return top.flatMap((c) => {
-    const m = rows.get(c.id);
+    const m = c.row ?? rows.get(c.id);
     return m ? [{ ...messageView(m), snippet: snippet(m.content, q.clauses) }] : [];
   });
 }
