@@ -182,7 +182,7 @@ describe('webhook delivery survives SIGKILL', () => {
       }
       return pairs;
     };
-    // Attempts cut off by a kill are due again when their lease (2 × time-out + 5 s) ends.
+    // Attempts cut off by a kill are due again when their lease (3 × time-out + 5 s) ends.
     await expect
       .poll(() => committed.every((m) => bots.every((b) => delivered().has(`${b}:${m}`))), {
         timeout: 30_000,
@@ -190,6 +190,9 @@ describe('webhook delivery survives SIGKILL', () => {
       })
       .toBe(true);
 
+    // ... and the database says so too: deliveries cut off by the last kill are resent (after their
+    // lease) and recorded, so none is left pending before the clean stop below.
+    await expect.poll(() => notDelivered(), { timeout: 30_000, interval: 200 }).toBe(0);
     phase('all delivered');
     // Repeats of one (bot, event) all carry one webhook-id.
     const idsByPair = new Map<string, Set<string>>();
@@ -240,6 +243,26 @@ describe('webhook delivery survives SIGKILL', () => {
       return (
         db.prepare('select id from messages where channel_id = ?').all(channel) as { id: string }[]
       ).map((r) => r.id);
+    } finally {
+      db.close();
+    }
+  }
+
+  /** Delivery rows not (yet) delivered, read from the database while the server runs. */
+  async function notDelivered(): Promise<number> {
+    const q = `select count(*) as n from webhook_deliveries where state <> 'delivered'`;
+    if (pgUrl && schema) {
+      const c = new pg.Client({ connectionString: pgUrl, options: `-c search_path="${schema}"` });
+      await c.connect();
+      try {
+        return Number((await c.query<{ n: string }>(q)).rows[0]!.n);
+      } finally {
+        await c.end();
+      }
+    }
+    const db = new BetterSqlite3(join(dataDir, 'workroom.db'), { readonly: true });
+    try {
+      return (db.prepare(q).get() as { n: number }).n;
     } finally {
       db.close();
     }

@@ -65,8 +65,8 @@ describe('webhook delivery at shutdown', () => {
         WORKROOM_RATE_LIMIT_USER_PER_SECOND: '0',
         WORKROOM_ALLOW_PRIVATE_WEBHOOK_URLS: 'true',
         WORKROOM_SHUTDOWN_TIMEOUT: `${SHUTDOWN_MS}ms`,
-        // Far longer than the shutdown: only the drain can end the hanging attempts. Their lease (twice
-        // this plus 5 s) is longer than the test waits after the restart: only a hand-back resends them.
+        // Far longer than the shutdown: only the drain can end the hanging attempts. Their lease (three
+        // times this plus 5 s) is longer than the test waits after the restart: only a hand-back resends them.
         WORKROOM_WEBHOOK_TIMEOUT: '60s',
         ...(pgUrl && schema ? { DATABASE_URL: pgUrl, WORKROOM_DATABASE_SCHEMA: schema } : {}),
       };

@@ -98,7 +98,7 @@ export class Pacer {
   /** Without a meter, nothing is ever held back (tests, tools). */
   constructor(meter?: ForegroundMeter, opts: PacerOptions = {}) {
     this.#meter = meter;
-    this.#minShare = opts.minShare ?? 0.15;
+    this.#minShare = opts.minShare ?? 0.1;
     this.#burstMs = opts.burstMs ?? 5;
     this.#quietMs = opts.quietMs ?? 25;
     this.#windowMs = opts.windowMs ?? 100;

@@ -112,8 +112,12 @@ export class DeliveryWorker {
   readonly #pollMs: number;
   readonly #leaseMs: number;
   readonly #perBot = new Map<string, BotSlots>();
-  /** Running + queued + reserved, over all bots. */
+  /**
+   * Running + queued + reserved, over all bots: at most twice WORKROOM_WEBHOOK_CONCURRENCY (one round
+   * of queue); attempts running (`#running`): at most WORKROOM_WEBHOOK_CONCURRENCY.
+   */
   #held = 0;
+  #running = 0;
   /** Deliveries leased by this worker and not yet recorded or handed back: never claimed twice. */
   readonly #heldIds = new Set<string>();
   /**
@@ -153,8 +157,9 @@ export class DeliveryWorker {
     // Every attempt in flight listens on the one shutdown signal (up to WORKROOM_WEBHOOK_CONCURRENCY).
     setMaxListeners(0, this.#abort.signal);
     // Long enough that a live worker always records before its lease runs out: the time-out, plus
-    // the wait of a delivery queued behind its bot's other slots (one more time-out), plus slack.
-    this.#leaseMs = 2 * opts.webhooks.timeoutMs + 5_000;
+    // the wait of a delivery queued behind its bot's other slots or the slots in all (one round of
+    // queue: at most one time-out each), plus slack.
+    this.#leaseMs = 3 * opts.webhooks.timeoutMs + 5_000;
   }
 
   start(): void {
@@ -192,7 +197,7 @@ export class DeliveryWorker {
     if (this.#stopping || target.paused || this.#dueUnknown) return false;
     if ((this.#waiting.get(target.bot_id) ?? 0) > 0 || this.#skipped.has(target.bot_id)) return false;
     // Not paced here: a delivery handed over starts at once and is charged; the next pass waits for it.
-    if (this.#held >= this.#o.webhooks.concurrency) return false;
+    if (this.#held >= 2 * this.#o.webhooks.concurrency) return false;
     const b = this.#slots(target.bot_id, target.builtin);
     if (b.running + b.queue.length + b.reserved >= 2 * b.limit) return false;
     b.reserved++;
@@ -270,11 +275,11 @@ export class DeliveryWorker {
     do {
       this.#again = false;
       for (;;) {
-        const free = concurrency - this.#held;
+        const free = 2 * concurrency - this.#held;
         if (free < worthIt || this.#stopping) return;
         await this.#pacer.ready();
         if (this.#stopping) return;
-        const r = await this.#claimOnce(concurrency - this.#held);
+        const r = await this.#claimOnce(2 * concurrency - this.#held);
         exhausted = r.exhausted;
         if (exhausted) break;
       }
@@ -396,20 +401,33 @@ export class DeliveryWorker {
   #startNext(botId: string): void {
     const b = this.#perBot.get(botId);
     if (!b) return;
-    while (b.running < b.limit && b.queue.length > 0 && !this.#stopping) {
+    const { concurrency } = this.#o.webhooks;
+    while (b.running < b.limit && b.queue.length > 0 && this.#running < concurrency && !this.#stopping) {
       const c = b.queue.shift()!;
       b.running++;
+      this.#running++;
       const p = this.#attempt(c)
         .catch((err: unknown) => this.#o.log.error({ err, delivery: c.row.id }, 'webhook attempt failed'))
         .finally(() => {
           this.#active.delete(p);
           b.running--;
+          this.#running--;
           this.#held--;
           this.#dropIfIdle(botId, b);
           this.#startNext(botId);
+          // The slot in all that this attempt frees may be another bot's turn.
+          if (this.#running < concurrency) for (const id of this.#waitingForSlot()) this.#startNext(id);
           this.#wakeSoon();
         });
       this.#active.add(p);
+    }
+  }
+
+  /** Bots with deliveries queued and a slot of their own free (they wait for a slot in all). */
+  *#waitingForSlot(): Generator<string> {
+    for (const [id, b] of this.#perBot) {
+      if (this.#running >= this.#o.webhooks.concurrency) return;
+      if (b.queue.length > 0 && b.running < b.limit) yield id;
     }
   }
 
