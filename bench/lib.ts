@@ -105,7 +105,11 @@ export async function startWorkroom(
   if (schema) env = { ...env, WORKROOM_DATABASE_SCHEMA: schema };
   const srv = await spawnServer(
     process.execPath,
-    [join(ROOT, 'server/dist/main.js')],
+    // BENCH_SERVER_NODE_ARGS: extra Node.js flags for the server, e.g. `--cpu-prof --cpu-prof-dir=/tmp/p`.
+    [
+      ...(process.env.BENCH_SERVER_NODE_ARGS?.split(' ').filter(Boolean) ?? []),
+      join(ROOT, 'server/dist/main.js'),
+    ],
     {
       PORT: String(port),
       HOST: '127.0.0.1',

@@ -6,18 +6,21 @@
  *
  * So background work is paced while requests are being served (`ForegroundMeter`: a request in
  * flight, or one ended less than `quietMs` ago), queue up (on average at least `queueing` in flight
- * over the last `windowMs`: the server, not its clients, sets their pace) and crowd the event loop
- * (they took at least `crowded` of it over the window: event-loop utilization minus what background
- * work was charged):
+ * over the last `windowMs`: the server, not its clients, sets their pace) while the event loop is
+ * crowded (at least `crowded` of it was busy over the window):
  * each unit of background work (a fan-out pass, a claim, a batch of records, an attempt) is charged
- * what it cost, and the next one waits until its allowance has caught up. The allowance is what the
- * requests leave of the loop, less 10 % headroom, but never less than `minShare`. Requests that leave
- * the loop mostly idle (a steady trickle, however frequent) do not slow deliveries down at all;
- * requests that want the whole loop (a load test) leave deliveries `minShare` of it. With no request
+ * what it cost, and the next one waits until its allowance has caught up. The allowance is `minShare`
+ * of the loop while requests queue up and the loop is crowded (counting background work too: a
+ * measure of what requests alone took would fall as background work crowded them out, and let it take
+ * more still). Requests that leave the loop mostly idle (a steady trickle, however frequent) do not
+ * slow deliveries down at all; requests that want the whole loop (a load test) leave deliveries
+ * `minShare` of it. With no request
  * being served there is no limit: the backlog built up meanwhile is worked off at full speed.
  * Events are never lost or reordered by this, only delivered later: the fan-out's cursor and the
  * delivery rows are durable.
  */
+
+import { performance } from 'node:perf_hooks';
 
 /** Counts requests in flight; app.ts marks each request's start and end. */
 export class ForegroundMeter {
@@ -63,11 +66,11 @@ export interface PacerOptions {
   burstMs?: number;
   /** How long after the last request the foreground counts as busy (ms). */
   quietMs?: number;
-  /** The window over which the requests' use of the event loop is measured (ms). */
+  /** The window over which the event loop's use and the requests in flight are measured (ms). */
   windowMs?: number;
   /**
-   * The fraction of the event loop that requests (everything but background work) must take over the
-   * window for background work to be paced: below it, they leave enough of the loop idle.
+   * The fraction of the window the event loop must be busy (requests and background work together)
+   * for background work to be paced: below it, there is room for both.
    */
   crowded?: number;
   /**
@@ -93,7 +96,6 @@ export class Pacer {
   #share: number;
   #windowStart = performance.now();
   #elu = performance.eventLoopUtilization();
-  #charged = 0;
 
   /** Without a meter, nothing is ever held back (tests, tools). */
   constructor(meter?: ForegroundMeter, opts: PacerOptions = {}) {
@@ -134,7 +136,6 @@ export class Pacer {
     if (!this.#meter) return;
     this.#settle();
     this.#debt += ms;
-    this.#charged += ms;
   }
 
   /** Milliseconds to wait before the next unit of background work (0: go now). */
@@ -156,17 +157,15 @@ export class Pacer {
     const now = performance.now();
     const span = now - this.#windowStart;
     if (span >= this.#windowMs) {
-      // What the requests (and everything else that is not background work) took of the loop.
+      // How busy the loop was, requests and background work together.
       const elu = performance.eventLoopUtilization(this.#elu);
-      const foreground = Math.max(0, elu.active - this.#charged) / span;
       const area = this.#meter.area();
       const queueing = (area - this.#area) / span >= this.#queueing;
       this.#area = area;
-      this.#share =
-        queueing && foreground >= this.#crowded ? Math.min(1, Math.max(this.#minShare, 0.9 - foreground)) : 1;
+      const loop = elu.active / span;
+      this.#share = queueing && loop >= this.#crowded ? this.#minShare : 1;
       this.#elu = performance.eventLoopUtilization();
       this.#windowStart = now;
-      this.#charged = 0;
     }
     if (!this.busy) this.#debt = Math.min(this.#debt, 0);
     this.#debt = Math.max(-this.#burstMs, this.#debt - (now - this.#at) * this.#share);

@@ -85,7 +85,10 @@ const RECORD_BATCH = 500;
 interface BotSlots {
   /** Attempts at once: 1 for a built-in bot, else WORKROOM_WEBHOOK_CONCURRENCY_PER_ENDPOINT. */
   limit: number;
+  /** Attempts sending now (a request to the bot's endpoint in flight): at most `limit`. */
   running: number;
+  /** Attempts answered, waiting to be recorded: they still count against the bot's round (below). */
+  recording: number;
   /**
    * Leased, waiting for one of the bot's slots: at most `limit` (one round), which the lease covers,
    * so that the next attempts are at hand when slots free up without a claim for each.
@@ -100,7 +103,7 @@ interface Finished {
   attempt: number;
   startedAt: string;
   result: AttemptResult;
-  /** Called once it is recorded: the attempt's slot is free from then on. */
+  /** Called once it is recorded: the attempt no longer counts against its bot's round. */
   recorded: () => void;
 }
 
@@ -199,7 +202,7 @@ export class DeliveryWorker {
     // Not paced here: a delivery handed over starts at once and is charged; the next pass waits for it.
     if (this.#held >= 2 * this.#o.webhooks.concurrency) return false;
     const b = this.#slots(target.bot_id, target.builtin);
-    if (b.running + b.queue.length + b.reserved >= 2 * b.limit) return false;
+    if (b.running + b.recording + b.queue.length + b.reserved >= 2 * b.limit) return false;
     b.reserved++;
     this.#held++;
     return true;
@@ -290,7 +293,7 @@ export class DeliveryWorker {
   async #claimOnce(free: number): Promise<{ exhausted: boolean }> {
     this.#lastClaim = performance.now();
     const busyBots = [...this.#perBot]
-      .filter(([, b]) => b.running + b.queue.length + b.reserved >= 2 * b.limit)
+      .filter(([, b]) => b.running + b.recording + b.queue.length + b.reserved >= 2 * b.limit)
       .map(([id]) => id);
     const scan = Math.min(SCAN_MAX, Math.max(64, free * 4));
     const nowMs = Date.now();
@@ -323,7 +326,8 @@ export class DeliveryWorker {
         }
         const b = this.#perBot.get(d.bot_id);
         const limit = this.#limitOf(targets.get(d.bot_id)?.builtin ?? null);
-        const n = (b ? b.running + b.queue.length + b.reserved : 0) + (taken.get(d.bot_id) ?? 0);
+        const n =
+          (b ? b.running + b.recording + b.queue.length + b.reserved : 0) + (taken.get(d.bot_id) ?? 0);
         if (n >= 2 * limit) {
           if (d.attempts === 0) skipped.add(d.bot_id);
           continue;
@@ -381,14 +385,15 @@ export class DeliveryWorker {
   #slots(botId: string, builtin: string | null): BotSlots {
     let b = this.#perBot.get(botId);
     if (!b) {
-      b = { limit: this.#limitOf(builtin), running: 0, queue: [], reserved: 0 };
+      b = { limit: this.#limitOf(builtin), running: 0, recording: 0, queue: [], reserved: 0 };
       this.#perBot.set(botId, b);
     }
     return b;
   }
 
   #dropIfIdle(botId: string, b: BotSlots): void {
-    if (b.running === 0 && b.queue.length === 0 && b.reserved === 0) this.#perBot.delete(botId);
+    if (b.running === 0 && b.recording === 0 && b.queue.length === 0 && b.reserved === 0)
+      this.#perBot.delete(botId);
   }
 
   #enqueue(c: Claimed): void {
@@ -406,12 +411,27 @@ export class DeliveryWorker {
       const c = b.queue.shift()!;
       b.running++;
       this.#running++;
-      const p = this.#attempt(c)
+      // The endpoint's slot frees when the answer is in; the attempt counts against the bot's round
+      // (and WORKROOM_WEBHOOK_CONCURRENCY's leases) until it is recorded.
+      let sending = true;
+      const answered = () => {
+        if (!sending) return;
+        sending = false;
+        b.running--;
+        this.#running--;
+        b.recording++;
+        this.#startNext(botId);
+        if (this.#running < concurrency) for (const id of this.#waitingForSlot()) this.#startNext(id);
+      };
+      const p = this.#attempt(c, answered)
         .catch((err: unknown) => this.#o.log.error({ err, delivery: c.row.id }, 'webhook attempt failed'))
         .finally(() => {
           this.#active.delete(p);
-          b.running--;
-          this.#running--;
+          if (sending) {
+            sending = false;
+            b.running--;
+            this.#running--;
+          } else b.recording--;
           this.#held--;
           this.#dropIfIdle(botId, b);
           this.#startNext(botId);
@@ -433,7 +453,8 @@ export class DeliveryWorker {
 
   // --- attempts ---
 
-  async #attempt(c: Claimed): Promise<void> {
+  /** One attempt: sends, calls `answered` once the endpoint is done with it, then records it. */
+  async #attempt(c: Claimed, answered: () => void): Promise<void> {
     const { row, target } = c;
     const startedAt = nowIso();
     const attempt = row.attempts + 1;
@@ -456,8 +477,9 @@ export class DeliveryWorker {
       this.#cancelled.push(row.id); // handed back by the drain that cancelled it
       return;
     }
-    // The slot stays taken until the attempt is recorded: a crash then resends at most the deliveries
-    // of the slots in use, never a growing heap of sent but unrecorded ones.
+    answered();
+    // The attempt counts against its bot's round until it is recorded: a crash then resends at most
+    // two rounds of each bot's deliveries, never a growing heap of sent but unrecorded ones.
     await new Promise<void>((recorded) => {
       this.#records.push({ c, attempt, startedAt, result, recorded });
       this.#flushSoon();
@@ -582,11 +604,16 @@ export class DeliveryWorker {
         while (this.#records.length > 0) {
           const batch = this.#records.splice(0, RECORD_BATCH);
           try {
-            await this.#o.storage.transaction(async (stores) => {
-              const measured = this.#sync ? this.#pacer.measure() : () => undefined;
-              await this.#recordBatch(stores, batch);
-              measured();
-            });
+            if (!this.#sync && batch.every((f) => f.result.ok)) {
+              // PostgreSQL, all delivered: one statement, atomic by itself (no transaction round trips).
+              await this.#recordBatch(this.#o.storage.stores, batch);
+            } else {
+              await this.#o.storage.transaction(async (stores) => {
+                const measured = this.#sync ? this.#pacer.measure() : () => undefined;
+                await this.#recordBatch(stores, batch);
+                measured();
+              });
+            }
           } catch (err) {
             if (this.#stopping) {
               // Shutting down: not recorded, so sent again when their leases end (at least once).

@@ -98,17 +98,26 @@ const PG_INSERT_DELIVERIES = `
       next_attempt_at, last_error)
   on conflict (event_id, bot_id) do nothing
   returning id`;
-const PG_INSERT_ATTEMPTS = `
-  insert into webhook_attempts (id, delivery_id, attempt, started_at, duration_ms, status, error, response_snippet)
-  select * from unnest($1::text[], $2::text[], $3::int[], $4::text[], $5::int[], $6::int[], $7::text[], $8::text[])`;
-const PG_MARK_DELIVERED = `
-  update webhook_deliveries d set state = 'delivered', attempts = v.attempts, last_attempt_at = v.started_at,
-    last_status = v.status, last_error = null, next_attempt_at = $5, updated_at = $5
-  from unnest($1::text[], $2::int[], $3::text[], $4::int[]) as v(id, attempts, started_at, status)
-  where d.id = v.id`;
-const PG_RESET_FAILURES = `
-  update webhook_health set consecutive_failures = 0, updated_at = $2
-  where bot_id = any($1::text[]) and consecutive_failures > 0`;
+/**
+ * Delivered attempts recorded in one statement (atomic by itself, so no transaction is needed): the
+ * attempts inserted, their deliveries marked delivered, the bots' runs of failures ended.
+ */
+const PG_RECORD_DELIVERED = `
+  with attempts as (
+    insert into webhook_attempts (id, delivery_id, attempt, started_at, duration_ms, status, error,
+      response_snippet)
+    select id, delivery_id, attempt, started_at, duration_ms, status, null, snippet
+    from unnest($1::text[], $2::text[], $3::int[], $4::text[], $5::int[], $6::int[], $7::text[])
+      as v(id, delivery_id, attempt, started_at, duration_ms, status, snippet)
+  ), delivered as (
+    update webhook_deliveries d set state = 'delivered', attempts = v.attempt,
+      last_attempt_at = v.started_at, last_status = v.status, last_error = null, next_attempt_at = $8,
+      updated_at = $8
+    from unnest($2::text[], $3::int[], $4::text[], $6::int[]) as v(id, attempt, started_at, status)
+    where d.id = v.id
+  )
+  update webhook_health set consecutive_failures = 0, updated_at = $8
+  where bot_id = any($9::text[]) and consecutive_failures > 0`;
 
 const subscribersOf = (builtin: boolean) =>
   prepared((db, org_id: string) =>
@@ -434,30 +443,26 @@ export class DeliveryStore {
     await RESET_FAILURES(this.db, d.bot_id, now);
   }
 
-  /** Delivered attempts of several deliveries at once (the worker records in batches). */
+  /**
+   * Delivered attempts of several deliveries at once (the worker records in batches). On PostgreSQL one
+   * statement, atomic by itself: the caller may run it outside a transaction.
+   */
   async recordDelivered(items: DeliveredAttempt[], now: string): Promise<void> {
     if (items.length === 0) return;
     const bots = [...new Set(items.map((i) => i.botId))];
     if (isPostgres(this.db)) {
       const col = <K extends keyof DeliveredAttempt>(k: K) => items.map((i) => i[k]);
-      await raw(this.db, PG_INSERT_ATTEMPTS, [
+      await raw(this.db, PG_RECORD_DELIVERED, [
         col('attemptId'),
         col('deliveryId'),
         col('attempt'),
         col('startedAt'),
         col('durationMs'),
         col('status'),
-        items.map(() => null),
         col('snippet'),
-      ]);
-      await raw(this.db, PG_MARK_DELIVERED, [
-        col('deliveryId'),
-        col('attempt'),
-        col('startedAt'),
-        col('status'),
         now,
+        bots,
       ]);
-      await raw(this.db, PG_RESET_FAILURES, [bots, now]);
       return;
     }
     for (const i of items) {
