@@ -151,7 +151,7 @@ describe('people, roles and departments', () => {
   it('is not offered to members, who see bots only', async () => {
     const { ctx, page } = await adminPage(member, '/admin/people');
     expect(await page.getByRole('navigation', { name: 'Administration pages' }).count()).toBe(0);
-    await page.getByRole('heading', { name: 'Bots', level: 2 }).waitFor();
+    await page.getByRole('heading', { name: 'Bots', level: 2, exact: true }).waitFor();
     expect(await page.getByRole('region', { name: 'People' }).count()).toBe(0);
     await ctx.close();
   });

@@ -197,6 +197,18 @@ export const EVENT_CATALOGUE = {
       'Internal, never delivered to webhooks: the MCP resources (channels, topics, DM rooms) of these bots changed',
     data: z.object({ bot_ids: z.array(id) }),
   },
+  'read_marker.updated': {
+    description:
+      "For one user only, never delivered to webhooks: the user marked a channel, topic or DM room read (pushed to that user's own live connections, so their other tabs and devices update its unread count)",
+    data: z.object({
+      user_id: id.describe('The user whose marker moved; the only one who receives the event'),
+      container_type: z.enum(['channel', 'topic', 'dm_room']),
+      container_id: id,
+      last_read_at: ts.describe('created_at of the last message read'),
+      last_read_message_id: id.nullable(),
+      unread: z.number().int().describe('Unread messages after the marker (capped, as GET /api/unread)'),
+    }),
+  },
 } as const;
 
 type Catalogue = typeof EVENT_CATALOGUE;
@@ -229,10 +241,20 @@ export const DIRECTED_EVENT_TYPES = [
   'webhook.test',
 ] as const satisfies readonly EventType[];
 
-/** Never leave the server: resources.changed (MCP sessions), notification.created (built-in bots). */
+/**
+ * For one user only: pushed over the live stream to the connections of the user in `data.user_id`, and
+ * to nobody else (realtime/visibility.ts); never delivered to webhooks.
+ */
+export const USER_EVENT_TYPES = ['read_marker.updated'] as const satisfies readonly EventType[];
+
+/**
+ * Never delivered to webhooks (and not in the OpenAPI document's `webhooks`): resources.changed (MCP
+ * sessions), notification.created (built-in bots) and the user events above (that user's live stream).
+ */
 export const INTERNAL_EVENT_TYPES = [
   'resources.changed',
   'notification.created',
+  ...USER_EVENT_TYPES,
 ] as const satisfies readonly EventType[];
 
 /** An event as operations emit it (typed by its kind); the outbox adds id, sequence and timestamp. */

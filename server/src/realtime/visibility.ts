@@ -1,4 +1,5 @@
 import { isAppError } from '../domain/errors.js';
+import { USER_EVENT_TYPES } from '../domain/events.js';
 import { loadChannel, loadDmRoom, loadProject, loadTopic } from '../operations/access.js';
 import type { UserActor } from '../operations/context.js';
 import type { Stores } from '../storage/stores/index.js';
@@ -10,7 +11,10 @@ import type { FeedEvent } from './feed.js';
  * organization is streamed (a system_admin too: the stream is not an audit log).
  */
 
-/** Events pushed to clients. command.invoked (for one bot) and internal events never are. */
+/**
+ * Events pushed to clients. command.invoked (for one bot) and internal events never are, except the
+ * user events (read_marker.updated), which reach only the user they name.
+ */
 export const PUSHED_EVENT_TYPES: ReadonlySet<string> = new Set([
   'message.created',
   'message.updated',
@@ -21,7 +25,9 @@ export const PUSHED_EVENT_TYPES: ReadonlySet<string> = new Set([
   'channel.updated',
   'member.joined',
   'member.left',
+  ...USER_EVENT_TYPES,
 ]);
+const FOR_ONE_USER: ReadonlySet<string> = new Set(USER_EVENT_TYPES);
 
 export type ContainerKind = 'channel' | 'topic' | 'dm_room' | 'project';
 export interface ContainerKey {
@@ -100,6 +106,8 @@ export class VisibilityCache {
   /** Synchronous when the answer is cached, so most events are dispatched without awaiting. */
   canSee(ev: FeedEvent): boolean | Promise<boolean> {
     if (ev.orgId !== this.actor.orgId || !PUSHED_EVENT_TYPES.has(ev.type)) return false;
+    // A user event (a read marker) is that user's own business: nobody else's, whatever they can read.
+    if (FOR_ONE_USER.has(ev.type)) return ev.data.user_id === this.actor.userId;
     if (isAboutUser(ev, this.actor.userId)) return true;
     const c = containerOf(ev);
     if (!c) return false;

@@ -3,10 +3,11 @@ import { useEffect, useState } from 'preact/hooks';
 import type { Shell } from '../app';
 import './admin.css';
 import { api, describe, ok } from '../api/client';
-import type { Bot } from '../api/types';
+import type { Bot, BuiltinBot, Organization } from '../api/types';
 import { TopBar } from '../topbar';
 import { BotDetail } from './bot-detail';
 import { BotForm } from './bot-form';
+import { BuiltinBotDetail, BuiltinBots, isBuiltin, orgCount } from './builtin';
 
 // The people page is its own chunk too: most visits to /admin are about bots.
 const People = lazy(() => import('./people').then((m) => ({ default: m.People })));
@@ -69,17 +70,30 @@ export function Admin({ shell }: { shell: Shell }) {
   );
 }
 
-/** The bots the signed-in person may see; for the selected one its keys, secret, commands and logs. */
+/**
+ * The bots the signed-in person may see: registered bots (for the selected one its keys, secret,
+ * commands and logs) and the built-in bots of the organization (builtin.tsx).
+ */
 function BotsPage({ shell }: { shell: Shell }) {
   const [bots, setBots] = useState<Bot[] | null>(null);
   const [error, setError] = useState<string | null>(null);
   const [selected, setSelected] = useState<string | null>(null);
   const [registering, setRegistering] = useState(false);
   const [status, setStatus] = useState('');
+  const isSystemAdmin = shell.session.user.role === 'system_admin';
+  // The catalogue of built-in bots across organizations: system administrators only (403 otherwise).
+  const [catalogue, setCatalogue] = useState<BuiltinBot[] | null>(null);
+  const [orgs, setOrgs] = useState<Organization[]>([]);
+  const [orgId, setOrgId] = useState(shell.session.user.org_id);
 
   async function reload() {
     try {
-      setBots((await ok(api.GET('/api/bots'))).items);
+      const [list, cat] = await Promise.all([
+        ok(api.GET('/api/bots')),
+        isSystemAdmin ? ok(api.GET('/api/builtin-bots')) : Promise.resolve(null),
+      ]);
+      setBots(list.items);
+      setCatalogue(cat?.items ?? null);
       setError(null);
     } catch (e) {
       setError(describe(e));
@@ -87,12 +101,25 @@ function BotsPage({ shell }: { shell: Shell }) {
   }
   useEffect(() => void reload(), []);
   useEffect(() => {
+    // Names of the organizations (all of them for a system administrator, else one's own).
+    ok(api.GET('/api/organizations'))
+      .then((r) => setOrgs(r.items))
+      .catch(() => undefined);
+  }, []);
+  useEffect(() => {
     document.title = 'Administration · Workroom';
     return () => (document.title = 'Workroom');
   }, []);
 
   const bot = bots?.find((b) => b.id === selected) ?? null;
-  const isSystemAdmin = shell.session.user.role === 'system_admin';
+  const registered = bots?.filter((b) => !isBuiltin(b)) ?? null;
+  const builtins = bots?.filter(isBuiltin) ?? [];
+  const entry = bot?.builtin ? (catalogue?.find((e) => e.key === bot.builtin) ?? null) : null;
+  const orgName = (id: string) => orgs.find((o) => o.id === id)?.name ?? 'this organization';
+  const builtinChanged = async (message: string) => {
+    setStatus(message);
+    await reload();
+  };
 
   return (
     <>
@@ -125,10 +152,10 @@ function BotsPage({ shell }: { shell: Shell }) {
             }}
           />
         )}
-        {bots === null ? (
+        {registered === null ? (
           <p class="muted">Loading…</p>
-        ) : bots.length === 0 ? (
-          <p class="muted">No bots yet.</p>
+        ) : registered.length === 0 ? (
+          <p class="muted">No bots registered yet.</p>
         ) : (
           <div class="table-wrap">
             <table>
@@ -150,7 +177,7 @@ function BotsPage({ shell }: { shell: Shell }) {
                 </tr>
               </thead>
               <tbody>
-                {bots.map((b) => (
+                {registered.map((b) => (
                   <tr key={b.id} class={b.id === selected ? 'selected' : ''}>
                     <th scope="row">{b.name}</th>
                     <td>{b.type}</td>
@@ -174,7 +201,31 @@ function BotsPage({ shell }: { shell: Shell }) {
           </div>
         )}
       </section>
-      {bot !== null && (
+      {bots !== null && (
+        <BuiltinBots
+          bots={builtins}
+          catalogue={catalogue}
+          orgs={orgs}
+          orgId={orgId}
+          setOrgId={setOrgId}
+          isSystemAdmin={isSystemAdmin}
+          selected={selected}
+          select={setSelected}
+          onChanged={builtinChanged}
+        />
+      )}
+      {bot !== null && isBuiltin(bot) && (
+        <BuiltinBotDetail
+          key={bot.id}
+          bot={bot}
+          entry={entry}
+          orgName={orgName(bot.org_id)}
+          orgCount={orgCount(entry, orgs.length)}
+          isSystemAdmin={isSystemAdmin}
+          onChanged={builtinChanged}
+        />
+      )}
+      {bot !== null && !isBuiltin(bot) && (
         <BotDetail
           key={bot.id}
           bot={bot}

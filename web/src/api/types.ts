@@ -40,3 +40,6 @@ export type TaskInput = Input<'/api/topics/{topicId}/tasks', 'post'>;
 export type TaskPatch = Input<'/api/tasks/{taskId}', 'patch'>;
 export type TaskStatus = NonNullable<TaskPatch['status']>;
 export type Priority = NonNullable<TaskPatch['priority']>;
+export type BuiltinBot = Body<'/api/builtin-bots', 'get'>['items'][number];
+export type BotStatus = NonNullable<Input<'/api/bots/{botId}', 'patch'>['status']>;
+export type Organization = Body<'/api/organizations', 'get'>['items'][number];

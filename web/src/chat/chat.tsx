@@ -3,7 +3,7 @@ import { useCallback, useEffect, useMemo, useRef, useState } from 'preact/hooks'
 import type { Shell } from '../app';
 import { api, ApiError, describe, ok } from '../api/client';
 import { Realtime, type LiveEvent, type LiveStatus } from '../api/realtime';
-import type { Message } from '../api/types';
+import type { CommandResult, Message } from '../api/types';
 import { setHashtagLookup } from '../markdown';
 import { Board } from './board';
 import { Composer } from './composer';
@@ -34,6 +34,37 @@ interface Note {
   id: number;
   room: string;
   text: string;
+  /** The command invocation it answers: its ephemeral reply arrives twice (live and in the answer). */
+  invocation?: string;
+}
+
+/**
+ * What to tell the person after `POST /api/commands/execute`, true in every case (null: nothing to
+ * add). The answer carries the bot's immediate reply and whether the bot got the command (docs/API.md,
+ * docs/REALTIME.md "Slash commands of bots"):
+ * - a reply posted as the bot's message is in the room already: no note;
+ * - an ephemeral reply is the note, after the bot's name (only this person sees it; the live push of
+ *   the same reply is not shown twice);
+ * - a built-in bot handled the command in the server (`delivered` without an HTTP status): what it
+ *   did (a poll, say) is there already: no note;
+ * - a webhook bot that got the command without answering yet: its reply will come (through its
+ *   response URL), so the note says so;
+ * - a bot that did not get it (failed, timed out, no webhook URL or secret), or whose reply was
+ *   unusable: the note says so.
+ */
+export function commandNote(r: CommandResult): string | null {
+  if (r.status === 'completed') return r.text ?? `/${r.command} done.`;
+  const bot = r.bot_name ?? 'the bot';
+  if (r.reply) return r.reply.ephemeral ? `${bot}: ${r.reply.content}` : null;
+  const d = r.delivery;
+  if (r.reply_error)
+    return `${bot} answered /${r.command}, but its reply could not be shown: ${r.reply_error}`;
+  if (d?.status === 'delivered' && d.http_status === null) return null;
+  if (d === undefined || d.status === 'delivered')
+    return `/${r.command} sent to ${bot}; its reply will appear here.`;
+  if (d.status === 'no_webhook')
+    return `/${r.command} was recorded, but ${bot} has no webhook URL to receive it, so no reply will come.`;
+  return `${bot} did not get /${r.command}: ${d.message}`;
 }
 
 const POLL_MS = 3000;
@@ -118,8 +149,15 @@ export function Chat({ shell }: { shell: Shell }) {
       setRoom({ kind: 'channel', id: dir.channels[0].id });
   }, [dir, room]);
 
-  const addNote = useCallback((roomK: string, text: string) => {
-    setNotes((n) => [...n.slice(-20), { id: ++noteSeq.current, room: roomK, text }]);
+  const addNote = useCallback((roomK: string, text: string, invocation?: string) => {
+    setNotes((n) =>
+      invocation !== undefined && n.some((x) => x.invocation === invocation)
+        ? n // shown already (the live push and the command's answer carry the same reply)
+        : [
+            ...n.slice(-20),
+            { id: ++noteSeq.current, room: roomK, text, ...(invocation ? { invocation } : {}) },
+          ],
+    );
   }, []);
 
   // Live updates; while the socket is not live the open room is polled instead.
@@ -135,6 +173,11 @@ export function Chat({ shell }: { shell: Shell }) {
       else if (e.event_type === 'message.created' && !(m.sender_type === 'user' && m.sender_id === me.id))
         unread.bump(roomKey(r));
       if (r.kind === 'dm' && !dir?.dms.some((d) => d.id === r.id)) reloadDirectory();
+    } else if (e.event_type === 'read_marker.updated') {
+      // This person read a room, here or in another tab or browser (the open room is shown read anyway).
+      const cur = roomRef.current;
+      const open = cur && data.container_id === cur.id;
+      if (!open) unread.marked(data);
     } else if (e.event_type === 'message.deleted') {
       if (typeof data.message_id === 'string') state.remove(data.message_id);
     } else if (e.event_type.startsWith('task.')) {
@@ -148,9 +191,25 @@ export function Chat({ shell }: { shell: Shell }) {
     const rt = new Realtime(shell.session.token, {
       event: (e) => onEvent.current(e),
       ephemeral: (m) => {
+        // {type: 'ephemeral', message: {invocation_id, content, channel_id | topic_id | dm_room_id, …}}
+        const msg = (typeof m.message === 'object' && m.message !== null ? m.message : m) as Record<
+          string,
+          unknown
+        >;
+        if (typeof msg.content !== 'string') return;
+        const str = (k: string) => (typeof msg[k] === 'string' ? (msg[k] as string) : null);
+        const where =
+          str('channel_id') !== null
+            ? `channel:${str('channel_id')}`
+            : str('topic_id') !== null
+              ? `topic:${str('topic_id')}`
+              : str('dm_room_id') !== null
+                ? `dm:${str('dm_room_id')}`
+                : null;
         const cur = roomRef.current;
-        const text = [m.text, m.content, m.message].find((x) => typeof x === 'string') as string | undefined;
-        if (cur && text) addNote(roomKey(cur), text);
+        const roomK = where ?? (cur ? roomKey(cur) : null);
+        const text = str('bot_name') === null ? msg.content : `${str('bot_name')}: ${msg.content}`;
+        if (roomK !== null) addNote(roomK, text, str('invocation_id') ?? undefined);
       },
       reset: () => {
         void state.refresh();
@@ -237,9 +296,8 @@ export function Chat({ shell }: { shell: Shell }) {
   async function runCommand(text: string) {
     if (room === null || target === null) return;
     const r = await ok(api.POST('/api/commands/execute', { body: { text, ...target } }));
-    if (r.status === 'completed') addNote(roomKey(room), r.text ?? `/${r.command} done.`);
-    else
-      addNote(roomKey(room), `/${r.command} sent to ${r.bot_name ?? 'the bot'}; its reply will appear here.`);
+    const note = commandNote(r);
+    if (note !== null) addNote(roomKey(room), note, r.reply?.ephemeral ? r.invocation_id : undefined);
   }
 
   const roomNotes = room ? notes.filter((n) => n.room === roomKey(room)) : [];

@@ -16,6 +16,11 @@ export interface Unread {
   bump(key: string): void;
   /** The room was opened: shown as read at once (the server is told by markRead). */
   clear(key: string): void;
+  /**
+   * A `read_marker.updated` event: this person marked a room read, maybe in another tab or on another
+   * device; the room has `unread` messages after the marker.
+   */
+  marked(data: Record<string, unknown>): void;
   /** Tells the server the room is read up to this message (POST …/read); its marker only moves forward. */
   markRead(room: RoomRef, messageId: string): void;
 }
@@ -26,7 +31,8 @@ const kindOf = { channel: 'channel', topic: 'topic', dm_room: 'dm' } as const;
  * Server-side unread state (docs/API.md, "Unread state"): counts come from GET /api/unread when the
  * chat opens, when the window gets the focus back and after the live connection had to reset; live
  * messages in rooms that are not open add one; opening a room clears it and marks it read on the server
- * up to its newest message, so every browser and device of the person agrees.
+ * up to its newest message, so every browser and device of the person agrees — live: the server pushes
+ * `read_marker.updated` to the person's own connections, and their other tabs take its count.
  */
 export function useUnread(): Unread {
   const [counts, setCounts] = useState<Map<string, number>>(new Map());
@@ -82,5 +88,23 @@ export function useUnread(): Unread {
     [clear],
   );
 
-  return { counts, reload, bump, clear, markRead };
+  const markedElsewhere = useCallback((data: Record<string, unknown>) => {
+    const kind = data.container_type;
+    if (
+      (kind !== 'channel' && kind !== 'topic' && kind !== 'dm_room') ||
+      typeof data.container_id !== 'string'
+    )
+      return;
+    const key = `${kindOf[kind]}:${data.container_id}`;
+    const n = typeof data.unread === 'number' ? Math.min(UNREAD_CAP, data.unread) : 0;
+    setCounts((c) => {
+      if ((c.get(key) ?? 0) === n) return c;
+      const next = new Map(c);
+      if (n > 0) next.set(key, n);
+      else next.delete(key);
+      return next;
+    });
+  }, []);
+
+  return { counts, reload, bump, clear, markRead, marked: markedElsewhere };
 }

@@ -50,7 +50,7 @@ export const markRead = defineOperation({
     const m = await stores.messages.get(input.message_id);
     const column = c.kind === 'channel' ? m?.channel_id : c.kind === 'topic' ? m?.topic_id : m?.dm_room_id;
     if (!m || column !== c.id) throw notFound('Message');
-    return write(ctx, async ({ stores: tx, now }) => {
+    return write(ctx, async ({ stores: tx, now, emit }) => {
       const moved = await tx.readMarkers.advance({
         user_id: actor.userId,
         container_type: c.kind,
@@ -67,6 +67,17 @@ export const markRead = defineOperation({
         marker.last_read_at,
         UNREAD_CAP,
       );
+      // The person's other tabs and devices learn it live (their own stream only, docs/REALTIME.md).
+      if (moved) {
+        emit('read_marker.updated', actor.orgId, {
+          user_id: actor.userId,
+          container_type: marker.container_type,
+          container_id: marker.container_id,
+          last_read_at: marker.last_read_at,
+          last_read_message_id: marker.last_read_message_id,
+          unread,
+        });
+      }
       return {
         container_type: marker.container_type,
         container_id: marker.container_id,
