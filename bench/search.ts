@@ -28,10 +28,12 @@
  */
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
+import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
 import pg from 'pg';
 import { Pool } from 'undici';
+import { indexPendingMessages } from '../server/src/storage/migrations/0007_search_index_at_commit.js';
 import { BENCH_ADMIN, freePort, load, ROOT, seed, spawnServer, type LoadResult } from './lib.js';
 
 const N = Number(process.env.BENCH_SEARCH_MESSAGES ?? 1_000_000);
@@ -226,13 +228,17 @@ function sqliteTarget(keep?: string): Target {
          values (?, ?, ?, 'bot', ?, ?, ?, ?)`,
       );
       const t0 = performance.now();
+      // The triggers note each row as pending; they are indexed at the end of each batch's transaction
+      // (what the server does before a commit, migration 0007).
+      const indexPending = indexPendingMessages(db);
       const run = db.transaction((rows: Row[]) => {
         for (const r of rows)
           insert.run(r.id, orgId, channels[r.channel], botId, botId, r.content, r.created_at);
+        indexPending?.(true);
       });
       let n = 0;
       for (const rows of corpus(50_000)) {
-        run(rows); // the FTS5 triggers index each row as it goes in
+        run(rows);
         n += rows.length;
         if (n % 200_000 === 0) console.log(`  loaded ${n}`);
       }
@@ -264,6 +270,7 @@ function sqliteTarget(keep?: string): Target {
       const db = new BetterSqlite3(file);
       for (const t of ['insert', 'update', 'delete']) db.exec(`drop trigger messages_fts_${t}`);
       db.exec('drop table messages_fts');
+      db.exec('drop table if exists messages_fts_pending');
       db.close();
     },
     async cleanup() {
@@ -426,6 +433,50 @@ const TWO = `${VOCABULARY.words[100]} ${VOCABULARY.words[300]}`;
 const searchPath = (query: string) => `/api/search?type=messages&limit=10&query=${encodeURIComponent(query)}`;
 const missing = (i: number) => `nosuchword${i.toString(36).replace(/\d/g, (d) => 'qwxzjvkyhf'[+d]!)}`;
 
+/**
+ * A client searching missing words in a loop, one at a time, in a child process; `stop` ends it and
+ * resolves to the number of searches it made.
+ */
+function startSearchLoop(
+  url: string,
+  authorization: string,
+  from: number,
+): { started: Promise<void>; stop(): Promise<number> } {
+  const script = `
+    const [url, authorization, from] = process.argv.slice(1);
+    const missing = ${missing.toString()};
+    const searchPath = ${searchPath.toString()};
+    let n = 0, on = true;
+    process.on('SIGTERM', () => { on = false; });
+    (async () => {
+      process.stdout.write('started\\n');
+      for (let i = Number(from); on; i++) {
+        const res = await fetch(url + searchPath(missing(i)), { headers: { authorization } });
+        await res.text();
+        n++;
+      }
+      process.stdout.write('searches ' + n + '\\n');
+    })();`;
+  const child = spawn(process.execPath, ['-e', script, url, authorization, String(from)], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  let out = '';
+  const started = new Promise<void>((resolve) =>
+    child.stdout!.on('data', (d: Buffer) => {
+      out += d.toString();
+      if (out.includes('started')) resolve();
+    }),
+  );
+  return {
+    started,
+    stop: () =>
+      new Promise<number>((resolve) => {
+        child.once('exit', () => resolve(Number(/searches (\d+)/.exec(out)?.[1] ?? 0)));
+        child.kill('SIGTERM');
+      }),
+  };
+}
+
 /** Starts a server on a loaded corpus: loads it first unless BENCH_SEARCH_KEEP has it already. */
 async function prepare(t: Target): Promise<{ srv: Running; loaded: Loaded }> {
   const state = join(t.dir, 'bench.json');
@@ -556,26 +607,15 @@ async function measure(t: Target): Promise<string[]> {
         health: (await timeRequests(srv.url, probes.health.n, probes.health.req, bot)).lat,
         post: (await timeRequests(srv.url, probes.post.n, probes.post.req, bot)).lat,
       };
-      let searching = true;
-      const searcher = (async () => {
-        const pool = new Pool(srv.url, { connections: 1 });
-        for (let i = 0; searching; i++) {
-          const res = await pool.request({
-            method: 'GET',
-            path: searchPath(missing(100_000 * (round + 1) + i)),
-            headers: bot,
-          });
-          await res.body.text();
-          searches++;
-        }
-        await pool.close();
-      })();
+      // The search loop runs in a process of its own, so that its answers never delay the probes'
+      // (this process's event loop times them).
+      const searcher = startSearchLoop(srv.url, bot.authorization, 100_000 * (round + 1));
+      await searcher.started;
       const busy = {
         health: (await timeRequests(srv.url, probes.health.n, probes.health.req, bot)).lat,
         post: (await timeRequests(srv.url, probes.post.n, probes.post.req, bot)).lat,
       };
-      searching = false;
-      await searcher;
+      searches += await searcher.stop();
       loads.push(load1());
       for (const k of ['health', 'post'] as const) {
         lat.quiet[k].push(...quiet[k]);

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import http.client as http_client
+import http.server as http_server
+import json
 import socket
 import socketserver
 import sys
@@ -263,6 +265,46 @@ class RetryTest(unittest.TestCase):
         self.assertEqual(attempts[0].idempotency_key, attempts[1].idempotency_key)
         messages = channel_messages(world["channel_id"])
         self.assertEqual([(m["id"], m["content"]) for m in messages], [(sent["id"], "exactly once")])
+
+    def test_a_search_timeout_is_not_retried_but_another_503_is(self) -> None:
+        answers = {"/api/search": "search_timeout", "/api/bots/auth": "unavailable"}
+        hits: List[str] = []
+
+        class Answer503(http_server.BaseHTTPRequestHandler):
+            def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
+                path = self.path.split("?")[0]
+                hits.append(path)
+                body = json.dumps({"error": {"code": answers[path], "message": "over budget"}}).encode()
+                self.send_response(503)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def do_POST(self) -> None:  # noqa: N802
+                self.rfile.read(int(self.headers.get("content-length") or 0))
+                self.do_GET()
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        stub = http_server.ThreadingHTTPServer(("127.0.0.1", 0), Answer503)
+        threading.Thread(target=stub.serve_forever, daemon=True).start()
+        try:
+            client = WorkroomClient(f"http://127.0.0.1:{stub.server_address[1]}", "wrbk_x", max_retries=2)
+            setattr(client, "_backoff", lambda attempt: 0.01)  # no retry wait (a method, so not assigned directly)
+            with self.assertRaises(WorkroomError) as caught:
+                client.search("anything")
+            self.assertEqual((caught.exception.code, caught.exception.status), ("search_timeout", 503))
+            self.assertEqual(hits, ["/api/search"])
+            hits.clear()
+            with self.assertRaises(WorkroomError) as caught:
+                client.auth()
+            self.assertEqual(caught.exception.code, "unavailable")
+            self.assertEqual(hits, ["/api/bots/auth"] * 3)  # the server did nothing: retried
+        finally:
+            stub.shutdown()
+            stub.server_close()
 
     def test_connection_refused_is_retried_then_raised(self) -> None:
         with socket.socket() as s:

@@ -96,7 +96,8 @@ class WorkroomClient:
     - ``on_attempt``: called with an :class:`Attempt` after every HTTP attempt.
 
     Writes carry an ``Idempotency-Key`` generated once per call and reused by every retry of it, so a retry
-    after a lost answer never posts twice. 429 and 503 are always retried (the server did nothing); other
+    after a lost answer never posts twice. 429 and 503 are always retried (the server did nothing), except
+    503 ``search_timeout`` (the same search would run out of time again: narrow it); other
     5xx answers and network errors are retried only for calls that are safe to repeat (reads, ``PUT``,
     ``PATCH``, ``DELETE`` and the posts the server deduplicates by key).
     """
@@ -400,7 +401,8 @@ class WorkroomClient:
             if 200 <= status < 300:
                 return payload
             error = _error_from(status, headers, payload, request_id)
-            retry = status in (429, 503) or (status >= 500 and replay_safe)
+            # search_timeout (503): the same search would run out of the server's time budget again.
+            retry = error.code != "search_timeout" and (status in (429, 503) or (status >= 500 and replay_safe))
             if retry and attempt <= self.max_retries:
                 wait = error.retry_after if error.retry_after is not None else self._backoff(attempt)
                 if wait <= self.max_retry_delay:

@@ -2,6 +2,12 @@ import { randomUUID } from 'node:crypto';
 import { WorkroomError } from './errors.js';
 
 /**
+ * 5xx answers that are final: the same request would fail the same way again. `search_timeout`: the
+ * search ran out of the server's time budget; narrow the query instead of repeating it.
+ */
+const NOT_RETRIED = new Set(['search_timeout']);
+
+/**
  * The HTTP layer of the client: one logical call = one or more attempts. What may be retried:
  *  - 429 always: the rate limiter refuses before anything runs, so repeating cannot do anything twice;
  *  - 5xx, time-outs and network errors only when repeating is harmless: GET, PUT, PATCH, DELETE, and
@@ -147,7 +153,7 @@ export class Transport {
         failure = await errorFromResponse(res, attempt);
         retryable =
           res.status === 429 ||
-          (res.status >= 500 && repeatable) ||
+          (res.status >= 500 && repeatable && !NOT_RETRIED.has(failure.code)) ||
           (res.status === 409 && failure.code === 'idempotency_conflict' && attempt > 1);
       } catch (err) {
         if (opts.signal?.aborted) {

@@ -171,6 +171,29 @@ describe('WorkroomClient against a real server', () => {
     expect(rec.seen).toHaveLength(1);
   });
 
+  it("a search over the server's time budget (503 search_timeout) is not retried", async () => {
+    const search = srv.app.services.config.search;
+    const budget = search.timeoutMs;
+    search.timeoutMs = 0; // every search runs out of its budget at its first read
+    try {
+      const rec = recordingFetch();
+      const c = new WorkroomClient({
+        baseUrl: srv.url,
+        apiKey: bot.key,
+        fetch: rec.fetch,
+        retry: { baseDelayMs: 10 },
+      });
+      await expect(c.search({ query: 'anything', type: 'messages' })).rejects.toMatchObject({
+        code: 'search_timeout',
+        status: 503,
+        attempts: 1,
+      });
+      expect(rec.seen.map((r) => r.status)).toEqual([503]);
+    } finally {
+      search.timeoutMs = budget;
+    }
+  });
+
   it('a response lost after the server committed is retried with the same Idempotency-Key: one message', async () => {
     // A proxy in front of the real server that cuts the connection of the first POST after the server
     // answered (what a network failure looks like to the client).

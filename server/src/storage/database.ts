@@ -11,6 +11,7 @@ import type { Progress } from './migrations/0002_search.js';
 import * as m0004 from './migrations/0004_deliveries.js';
 import * as m0005 from './migrations/0005_bot_platform.js';
 import * as m0006 from './migrations/0006_scheduler.js';
+import * as m0007 from './migrations/0007_search_index_at_commit.js';
 import { startCheckpointer, type Checkpointer } from './sqlite-checkpointer.js';
 import { useNamedStatements } from './pg-statements.js';
 import { engineDialect, SqliteEngine } from './sqlite-engine.js';
@@ -45,6 +46,7 @@ const MIGRATIONS: Record<string, MigrationUp> = {
   '0004_deliveries': m0004.up,
   '0005_bot_platform': m0005.up,
   '0006_scheduler': m0006.up,
+  '0007_search_index_at_commit': m0007.up,
 };
 
 /**
@@ -97,6 +99,7 @@ export function openSqlite(
     reader.pragma('mmap_size = 268435456');
   }
   const engine = new SqliteEngine(raw, reader);
+  indexPendingAtCommit(engine);
   const db = new Kysely<Database>({ dialect: engineDialect(engine) });
   const readers = file !== ':memory:' ? new SqliteReaders(file, READERS) : undefined;
   return {
@@ -191,7 +194,10 @@ export async function migrate(
       error: e,
       results: undefined,
     }));
-    if (!error) return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
+    if (!error) {
+      if (handle.sqlite) indexPendingAtCommit(handle.sqlite);
+      return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
+    }
     // Kysely looks for its migration tables with a query over every schema of the database (calling
     // has_schema_privilege on each): a schema another client drops meanwhile fails that query with
     // "schema … does not exist" (3F000). Not ours to worry about: look again shortly.
@@ -201,6 +207,15 @@ export async function migrate(
     }
     throw error instanceof Error ? error : new Error(String(error));
   }
+}
+
+/**
+ * SQLite: new messages enter the search index in batches right before a commit (migration 0007), once
+ * the database has the pending list; what another process left pending is indexed now.
+ */
+function indexPendingAtCommit(engine: SqliteEngine): void {
+  engine.beforeCommit = m0007.indexPendingMessages(engine.raw);
+  if (!engine.inTransaction) engine.beforeCommit?.(true);
 }
 
 function isOtherSchemaGone(error: unknown, ours: string | undefined): boolean {

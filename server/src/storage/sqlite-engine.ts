@@ -52,6 +52,12 @@ export class SqliteEngine {
   #checkpointDue = false;
   /** The group's commit came due while a transaction was in progress: commit when it ends. */
   #commitWhenDone = false;
+  /**
+   * Runs on the writer right before every COMMIT, in the transaction being committed (and after a write
+   * committed on its own): the search index's pending messages (migration 0007). May throw: the
+   * transaction then rolls back. `force`: whatever there is to do, now.
+   */
+  beforeCommit: ((force?: boolean) => void) | undefined;
 
   /**
    * @param raw the one writer connection
@@ -94,7 +100,13 @@ export class SqliteEngine {
     // every read of that turn to the reader). Otherwise join the group and resolve after its commit.
     if (!this.#group) {
       try {
-        return this.run<R>(text, parameters);
+        const result = this.run<R>(text, parameters);
+        try {
+          this.beforeCommit?.(); // in a transaction of its own, if it has anything to do
+        } catch {
+          // The write is committed; what is left to do is done by the next commit (which fails if it can't).
+        }
+        return result;
       } finally {
         this.#clearResults();
       }
@@ -233,7 +245,16 @@ export class SqliteEngine {
 
   endPlainTransaction(commit: boolean): void {
     this.#inTransaction = false;
-    if (this.raw.inTransaction) this.statement(commit ? 'commit' : 'rollback').run();
+    if (this.raw.inTransaction) {
+      if (commit)
+        try {
+          this.beforeCommit?.();
+        } catch (err) {
+          this.statement('rollback').run();
+          throw err;
+        }
+      this.statement(commit ? 'commit' : 'rollback').run();
+    }
     if (commit) this.#clearResults();
   }
 
@@ -248,6 +269,7 @@ export class SqliteEngine {
     this.#group = undefined;
     try {
       if (!this.raw.inTransaction) throw new Error('the group transaction was rolled back by SQLite');
+      this.beforeCommit?.();
       this.statement('commit').run();
       this.#clearResults();
       this.groupCommits++;

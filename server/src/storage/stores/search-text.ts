@@ -53,6 +53,44 @@ export interface TextClause {
   prefix: boolean;
 }
 
+/**
+ * Whether a message has every clause (its words next to each other, in order, the last one also as a
+ * prefix when the clause says so): what the FTS5 query of the clauses finds, decided in code, for the
+ * messages not indexed yet (migration 0007). Every search on SQLite checks them (up to a batch, the
+ * same ones search after search until they are indexed), so the words of each are kept by message id
+ * and a text is cut and folded once (folding non-ASCII text is what costs: ~10 µs a short message).
+ * Bounded: it starts afresh past `max` messages.
+ */
+export class PendingMatcher {
+  readonly #words = new Map<string, { content: string; words: string[] }>();
+  constructor(private readonly max = 2048) {}
+
+  matches(id: string, content: string, clauses: readonly TextClause[]): boolean {
+    let entry = this.#words.get(id);
+    if (!entry || entry.content !== content) {
+      if (this.#words.size >= this.max) this.#words.clear();
+      entry = { content, words: words(content) };
+      this.#words.set(id, entry);
+    }
+    const ws = entry.words;
+    return clauses.every((c) => hasClause(ws, c));
+  }
+}
+
+function hasClause(ws: readonly string[], c: TextClause): boolean {
+  const n = c.words.length;
+  for (let i = 0; i + n <= ws.length; i++) {
+    let j = 0;
+    for (; j < n; j++) {
+      const w = ws[i + j]!;
+      const q = c.words[j]!;
+      if (w !== q && !(c.prefix && j === n - 1 && w.startsWith(q))) break;
+    }
+    if (j === n) return true;
+  }
+  return false;
+}
+
 /** Searched columns of each table (SQLite: the FTS5 table `<table>_fts` indexes them). */
 export const SEARCHED_COLUMNS = {
   messages: ['content'],

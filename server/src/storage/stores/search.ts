@@ -3,7 +3,7 @@ import { AppError } from '../../domain/errors.js';
 import type { DatabaseHandle } from '../database.js';
 import type { MessageRow, TaskRow } from '../schema.js';
 import { ReadTimeout } from '../sqlite-readers.js';
-import { pgSearchVector, type TextClause } from './search-text.js';
+import { PendingMatcher, pgSearchVector, type TextClause } from './search-text.js';
 import type { UserWithDepartment } from './users.js';
 
 /** What a message search may look at, and its filters (already resolved to ids and timestamps). */
@@ -59,6 +59,9 @@ export const FILE_LINK = '/api/files/';
  * gets AppError `search_timeout` (503) saying so.
  */
 export class SearchStore {
+  /** SQLite: checks the messages not indexed yet (their words kept while they wait). */
+  readonly #pending = new PendingMatcher();
+
   constructor(private readonly handle: DatabaseHandle) {}
 
   async messages(q: MessageQuery, budget: SearchBudget): Promise<MessageCandidate[]> {
@@ -94,10 +97,21 @@ export class SearchStore {
       query = sql`select ${columns} from messages m where ${cond}
         order by m.created_at desc, m.id desc limit ${q.candidates}`;
     } else if (this.handle.dialect === 'sqlite') {
-      // FTS5 hands out matches in rowid order, newest first, so LIMIT stops the index walk early.
-      query = sql`select ${columns} from messages_fts join messages m on m.rowid = messages_fts.rowid
-        where messages_fts match ${ftsMatch(q.clauses)} and ${cond}
-        order by messages_fts.rowid desc limit ${q.candidates}`;
+      // FTS5 hands out matches in rowid order, newest first, so LIMIT stops the index walk early. The
+      // messages not indexed yet (migration 0007: at most a few hundred, the newest) come in the same
+      // statement, so from the same snapshot, with their rowid negated; they are checked in code.
+      const rows = await this.#read<[string, string, string, number]>(
+        sql`select * from (select ${columns}, m.rowid from messages_fts
+          join messages m on m.rowid = messages_fts.rowid
+          where messages_fts match ${ftsMatch(q.clauses)} and ${cond}
+          order by messages_fts.rowid desc limit ${q.candidates})
+          union all
+          select ${columns}, -m.rowid from messages_fts_pending p cross join messages m on m.rowid = p.rowid
+          where ${cond}`.compile(this.handle.db),
+        budget,
+        true,
+      );
+      return newestMatches(rows, q.clauses, q.candidates, this.#pending);
     } else {
       query = sql`select ${columns} from messages m
         where m.search_vector @@ to_tsquery('simple', ${tsQuery(q.clauses)}) and ${cond}
@@ -192,6 +206,25 @@ export class SearchStore {
       throw err;
     }
   }
+}
+
+/**
+ * SQLite: the newest `limit` of the index's matches (positive rowids) and of the pending messages
+ * (negated rowids) that match the clauses.
+ */
+function newestMatches(
+  rows: [string, string, string, number][],
+  clauses: readonly TextClause[],
+  limit: number,
+  pending: PendingMatcher,
+): MessageCandidate[] {
+  let matches = rows;
+  if (rows.some((r) => r[3] < 0)) {
+    matches = rows.filter((r) => r[3] > 0 || pending.matches(r[0], r[1], clauses));
+    matches.sort((a, b) => Math.abs(b[3]) - Math.abs(a[3]));
+    if (matches.length > limit) matches.length = limit;
+  }
+  return matches.map(([id, content, created_at]) => ({ id, content, created_at }));
 }
 
 /**
