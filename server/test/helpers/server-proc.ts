@@ -1,0 +1,79 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import { ADMIN_EMAIL, ADMIN_PASSWORD } from './server.js';
+
+/**
+ * A real Workroom server process (server/src/main.ts: configuration from the environment, graceful stop
+ * on SIGTERM) on a fixed port, for tests that stop, kill and restart the server on one data directory
+ * or PostgreSQL schema.
+ */
+
+const ROOT = join(import.meta.dirname, '../../..');
+const MAIN = join(ROOT, 'server/src/main.ts');
+
+export function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const s = createServer();
+    s.listen(0, '127.0.0.1', () => {
+      const p = (s.address() as { port: number }).port;
+      s.close(() => resolve(p));
+    });
+  });
+}
+
+export class ServerProc {
+  out = '';
+  readonly exited: Promise<void>;
+  constructor(readonly child: ChildProcess) {
+    this.exited = new Promise((r) => child.once('exit', () => r()));
+    child.stdout!.on('data', (d: Buffer) => (this.out = (this.out + d.toString()).slice(-100_000)));
+    child.stderr!.on('data', (d: Buffer) => (this.out = (this.out + d.toString()).slice(-100_000)));
+    const guard = () => child.kill('SIGKILL');
+    process.once('exit', guard);
+    child.once('exit', () => process.off('exit', guard));
+  }
+
+  async stop(signal: 'SIGKILL' | 'SIGTERM'): Promise<void> {
+    if (this.child.exitCode === null && this.child.signalCode === null) this.child.kill(signal);
+    await this.exited;
+  }
+}
+
+/**
+ * Starts main.ts listening on `port` with the test administrator, rate limits off and `env` on top,
+ * and waits (up to 45 s) until /api/health answers.
+ */
+export async function startServerProc(port: number, env: Record<string, string>): Promise<ServerProc> {
+  const child = spawn(process.execPath, ['--import', 'tsx', MAIN], {
+    cwd: ROOT,
+    env: {
+      PATH: process.env.PATH ?? '',
+      HOME: process.env.HOME ?? '',
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      WORKROOM_ADMIN_EMAIL: ADMIN_EMAIL,
+      WORKROOM_ADMIN_PASSWORD: ADMIN_PASSWORD,
+      WORKROOM_LOG_LEVEL: 'warn',
+      WORKROOM_RATE_LIMIT_USER_PER_SECOND: '0',
+      WORKROOM_RATE_LIMIT_BOT_PER_SECOND: '0',
+      ...env,
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const proc = new ServerProc(child);
+  const deadline = Date.now() + 45_000;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`server exited: ${proc.out}`);
+    if (Date.now() > deadline) {
+      await proc.stop('SIGKILL');
+      throw new Error(`server did not start: ${proc.out}`);
+    }
+    try {
+      if ((await fetch(`http://127.0.0.1:${port}/api/health`)).ok) return proc;
+    } catch {
+      // not listening yet
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
