@@ -97,7 +97,7 @@ export const BENCH_ADMIN = { email: 'bench@workroom.local', password: 'bench-pas
  */
 export async function startWorkroom(
   env: Record<string, string> = {},
-): Promise<ServerProcess & { dataDir: string }> {
+): Promise<ServerProcess & { dataDir: string; schema: string | undefined }> {
   const port = await freePort();
   const dataDir = mkdtempSync(join(tmpdir(), 'wr-bench-'));
   // On PostgreSQL (env DATABASE_URL): a schema of its own, dropped afterwards.
@@ -127,6 +127,7 @@ export async function startWorkroom(
   return {
     ...srv,
     dataDir,
+    schema,
     async stop() {
       await srv.stop();
       rmSync(dataDir, { recursive: true, force: true });

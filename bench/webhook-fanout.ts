@@ -190,17 +190,43 @@ try {
     const seconds = 10;
     const start = Date.now();
     const inflight: Promise<unknown>[] = [];
+    const posts: number[] = [];
     for (let i = 0; i < rate * seconds; i++) {
       const due = start + (i * 1000) / rate;
       const wait = due - Date.now();
       if (wait > 0) await sleep(wait);
-      inflight.push(postMessage(i).catch(() => undefined));
+      const t = performance.now();
+      inflight.push(
+        postMessage(i)
+          .then(() => posts.push(performance.now() - t))
+          .catch(() => undefined),
+      );
     }
     await Promise.all(inflight);
     const lat = (await waitForBotArrivals(rate * seconds, 30_000))
       .filter(([, ts]) => ts !== null)
       .map(([at, ts]) => at - Date.parse(ts!))
       .sort((a, b) => a - b);
+    posts.sort((a, b) => a - b);
+    // Where the time goes: the POST's own answer time, and (PostgreSQL) from the event's timestamp to
+    // the start of the fan-out pass that made its delivery row.
+    let parts = `POST answered p50 ${pct(posts, 0.5).toFixed(0)} / p99 ${pct(posts, 0.99).toFixed(0)} ms`;
+    if (pgUrl && wr.schema) {
+      const c = new pg.Client({ connectionString: pgUrl });
+      await c.connect();
+      const rows = (
+        await c.query<{ ms: number }>(
+          `select extract(epoch from (d.created_at::timestamptz - e.created_at::timestamptz)) * 1000 as ms
+           from "${wr.schema}".webhook_deliveries d join "${wr.schema}".events e on e.id = d.event_id
+           where d.bot_id = $1 and e.type = 'message.created'`,
+          [bots[0]],
+        )
+      ).rows
+        .map((r) => Number(r.ms))
+        .sort((a, b) => a - b);
+      await c.end();
+      parts += `; event → fan-out pass p50 ${pct(rows, 0.5).toFixed(0)} / p99 ${pct(rows, 0.99).toFixed(0)} ms`;
+    }
     await rx.arrivals(true);
     await subscribe([], [bots[0]!]);
     if (unrelated) {
@@ -211,7 +237,7 @@ try {
       `  event → first attempt at ${rate} events/s${unrelated ? ' (an unrelated transaction open)' : ''}: ` +
         `p50 ${pct(lat, 0.5).toFixed(0)} ms, ` +
         `p99 ${pct(lat, 0.99).toFixed(0)} ms, max ${lat[lat.length - 1]?.toFixed(0)} ms (${lat.length} events)` +
-        `  [load ${loadBefore} → ${load1()}]`,
+        `  [load ${loadBefore} → ${load1()}]\n    (${parts})`,
     );
   }
 
