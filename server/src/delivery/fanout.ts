@@ -143,13 +143,22 @@ export class Fanout {
         // it mostly waits for the database: only the planning is charged there (in #plan).
         const measured = sync ? this.pacer.measure() : () => undefined;
         const now = nowIso();
-        const cursor = await stores.deliveries.lockCursor(FANOUT_CURSOR, now, !this.#cursorRow);
+        // On PostgreSQL, once the cursor row exists, its lock and the read are one round trip.
+        const events =
+          this.#cursorRow && this.reader.usesSequencer
+            ? await this.reader.readAfterLockedCursor(FANOUT_CURSOR, batch, stores.db)
+            : await this.reader.readAfter(
+                await stores.deliveries.lockCursor(FANOUT_CURSOR, now, !this.#cursorRow),
+                batch,
+                stores.db,
+              );
         this.#cursorRow = true;
-        const events = await this.reader.readAfter(cursor, batch, stores.db);
         if (events.length === 0) return;
         const plan = await this.#plan(stores, events, now, maxRows, reserved, !sync);
-        const inserted = await stores.deliveries.insertDeliveries(plan.rows, now);
-        await stores.deliveries.setCursor(FANOUT_CURSOR, plan.upTo, now);
+        const inserted = await stores.deliveries.insertDeliveriesAndMoveCursor(plan.rows, now, {
+          name: FANOUT_CURSOR,
+          position: plan.upTo,
+        });
         // A row that already existed (another instance fanned it out) is not ours to send.
         handOff = plan.handOff.filter((c) => inserted.has(c.row.id));
         for (const r of plan.due)

@@ -361,6 +361,17 @@ export class DeliveryWorker {
     return { exhausted };
   }
 
+  /**
+   * Whether due rows this worker knows of may be waiting: rows the fan-out left due (counted per bot),
+   * bots whose fresh rows the last complete look left, or a look that did not see them all. Retries,
+   * redeliveries and resumed webhooks wake the worker themselves (or its due timer, or the poll).
+   */
+  #mayHaveDue(): boolean {
+    if (this.#dueUnknown || this.#skipped.size > 0) return true;
+    for (const n of this.#waiting.values()) if (n > 0) return true;
+    return false;
+  }
+
   /** Sleeps until the earliest future retry (the poll is the fallback). */
   async #armDueTimer(): Promise<void> {
     if (this.#stopping) return;
@@ -423,7 +434,11 @@ export class DeliveryWorker {
         this.#startNext(botId);
         if (this.#running < concurrency) for (const id of this.#waitingForSlot()) this.#startNext(id);
       };
+      let delivered = false;
       const p = this.#attempt(c, answered)
+        .then((ok) => {
+          delivered = ok;
+        })
         .catch((err: unknown) => this.#o.log.error({ err, delivery: c.row.id }, 'webhook attempt failed'))
         .finally(() => {
           this.#active.delete(p);
@@ -437,7 +452,9 @@ export class DeliveryWorker {
           this.#startNext(botId);
           // The slot in all that this attempt frees may be another bot's turn.
           if (this.#running < concurrency) for (const id of this.#waitingForSlot()) this.#startNext(id);
-          this.#wakeSoon();
+          // A claim now only if one may find something: rows left due (counted, or not all seen), or
+          // this attempt failed (its retry is due later: the claim that finds nothing arms the timer).
+          if (!delivered || this.#mayHaveDue()) this.#wakeSoon();
         });
       this.#active.add(p);
     }
@@ -453,8 +470,8 @@ export class DeliveryWorker {
 
   // --- attempts ---
 
-  /** One attempt: sends, calls `answered` once the endpoint is done with it, then records it. */
-  async #attempt(c: Claimed, answered: () => void): Promise<void> {
+  /** One attempt: sends, calls `answered` once the endpoint is done with it, then records it; true if delivered. */
+  async #attempt(c: Claimed, answered: () => void): Promise<boolean> {
     const { row, target } = c;
     const startedAt = nowIso();
     const attempt = row.attempts + 1;
@@ -475,7 +492,7 @@ export class DeliveryWorker {
     }
     if (result.cancelled) {
       this.#cancelled.push(row.id); // handed back by the drain that cancelled it
-      return;
+      return false;
     }
     answered();
     // The attempt counts against its bot's round until it is recorded: a crash then resends at most
@@ -484,6 +501,7 @@ export class DeliveryWorker {
       this.#records.push({ c, attempt, startedAt, result, recorded });
       this.#flushSoon();
     });
+    return result.ok === true;
   }
 
   async #send(

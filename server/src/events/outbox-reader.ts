@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import type { Logger } from 'pino';
 import type { Storage } from '../storage/storage.js';
@@ -39,9 +40,12 @@ import type { EventBus } from './bus.js';
  * seq is already commit order and is the position (no sequencer, no extra column).
  *
  * Latency: the sequencer runs within a few milliseconds of a local commit (the bus); every pass that
- * numbered something sends a NOTIFY on PostgreSQL, which wakes the consumers of the other instances at
- * once when `listen` is given; a slow poll is only the fallback (an instance that died between its
- * commit and its pass, a lost listening connection).
+ * numbered something wakes this reader's consumers after its commit and sends a NOTIFY on PostgreSQL,
+ * which wakes the consumers of the other instances at once when `listen` is given (a reader ignores its
+ * own NOTIFY: its consumers were woken already). A slow poll is the fallback (an instance that died
+ * between its commit and its pass, a lost listening connection, a reader without `listen`): it numbers
+ * what is left and wakes the consumers whether or not it numbered anything, since another reader may
+ * have numbered events without telling this one.
  */
 
 export interface OutboxEvent {
@@ -69,7 +73,10 @@ export interface OutboxReaderOptions {
   listen?: (channel: string, onPayload: (payload: string) => void) => Promise<() => Promise<void>>;
 }
 
-/** The NOTIFY channel of numbering passes; the payload is the schema whose outbox moved. */
+/**
+ * The NOTIFY channel of numbering passes; the payload is the schema whose outbox moved, then a space and
+ * the id of the reader that numbered (a payload of the schema alone wakes every reader of it).
+ */
 export const OUTBOX_CHANNEL = 'workroom_outbox';
 
 type Wake = () => void;
@@ -89,6 +96,8 @@ export class OutboxReader {
   #retry: NodeJS.Timeout | undefined;
   #soon: NodeJS.Timeout | undefined;
   #stopped = false;
+  /** Tells this reader's own NOTIFYs from other instances'. */
+  readonly #instance = randomUUID();
 
   constructor(
     private readonly storage: Storage,
@@ -108,7 +117,7 @@ export class OutboxReader {
   async start(): Promise<void> {
     this.#stopped = false;
     this.#unsubscribeBus = this.bus.subscribe(() => this.#onCommit());
-    this.#timer = setInterval(() => this.#onCommit(), this.#pollMs);
+    this.#timer = setInterval(() => this.#onPoll(), this.#pollMs);
     this.#timer.unref();
     if (this.usesSequencer && this.#listen) {
       try {
@@ -116,7 +125,8 @@ export class OutboxReader {
           await sql<{ s: string }>`select current_schema() as s`.execute(this.storage.stores.db)
         ).rows[0]?.s;
         this.#unlisten = await this.#listen(OUTBOX_CHANNEL, (payload) => {
-          if (payload === schema && !this.#stopped) this.#wake();
+          const [forSchema, from] = payload.split(' ');
+          if (forSchema === schema && from !== this.#instance && !this.#stopped) this.#wake();
         });
       } catch (err) {
         this.log.warn({ err }, "outbox: cannot LISTEN; other instances' events are found by polling");
@@ -154,6 +164,20 @@ export class OutboxReader {
           where position > ${position} order by position limit ${limit}`
       : sql<OutboxEvent>`select seq as position, seq, id, org_id, type, data, created_at from events
           where seq > ${position} order by seq limit ${limit}`;
+    return (await q.execute(db)).rows;
+  }
+
+  /**
+   * PostgreSQL: events after the position of the durable cursor `cursor` (outbox_cursors), whose row
+   * this locks for the transaction `db` belongs to: the cursor's lock and read in one round trip. The
+   * cursor row must exist. (The events are read with the statement's snapshot, which may be older than
+   * the cursor's latest value once the lock was waited for: events numbered after that snapshot get
+   * higher positions than all it sees, and are read by the next pass.)
+   */
+  async readAfterLockedCursor(cursor: string, limit: number, db: Executor): Promise<OutboxEvent[]> {
+    const q = sql<OutboxEvent>`select position, seq, id, org_id, type, data, created_at from events
+      where position > (select position from outbox_cursors where name = ${cursor} for update)
+      order by position limit ${limit}`;
     return (await q.execute(db)).rows;
   }
 
@@ -206,6 +230,9 @@ export class OutboxReader {
             if (events.length === 0) break;
             await handler(events);
             cursor = events[events.length - 1]!.position;
+            // Fewer than asked: that was all there was. What is numbered later wakes us (`again`),
+            // so no second read to find nothing.
+            if (events.length < batch) break;
           }
         } while (again);
       } catch (err) {
@@ -257,6 +284,13 @@ export class OutboxReader {
     return this.#sequencing;
   }
 
+  /** The fallback: numbers what is left, then wakes the consumers in any case (see "Latency"). */
+  #onPoll(): void {
+    if (this.#stopped) return;
+    if (!this.usesSequencer) return this.#wake();
+    void this.sequence().then(() => this.#wake());
+  }
+
   #onCommit(): void {
     if (this.#stopped) return;
     if (!this.usesSequencer) return this.#wake();
@@ -267,25 +301,12 @@ export class OutboxReader {
     }, 1);
   }
 
-  /** One numbering pass: every unnumbered event this statement sees (committed ones only), in seq order. */
-  async #sequenceOnce(): Promise<number> {
-    return this.storage.transaction(async (stores) => {
-      const db = stores.db;
-      // One pass at a time per schema (several instances may share the database); see the top comment.
-      await sql`select pg_advisory_xact_lock(hashtext('workroom.outbox.' || current_schema()))`.execute(db);
-      const res = await sql`
-        with ready as (
-          select seq, row_number() over (order by seq) as n from (
-            select seq from events where position is null order by seq limit ${this.#batch}
-          ) r
-        ), base as (select coalesce(max(position), 0) as p from events)
-        update events e set position = base.p + ready.n
-        from ready, base where e.seq = ready.seq`.execute(db);
-      const numbered = Number(res.numAffectedRows ?? 0);
-      // Delivered at commit: wakes the consumers of the other instances (and this one's, again).
-      if (numbered > 0) await sql`select pg_notify(${OUTBOX_CHANNEL}, current_schema())`.execute(db);
-      return numbered;
-    });
+  /**
+   * One numbering pass: every unnumbered event it sees (committed ones only), in seq order, under the
+   * per-schema advisory lock, in one statement (storage: migration 0008); NOTIFYs the other instances.
+   */
+  #sequenceOnce(): Promise<number> {
+    return this.storage.stores.events.numberCommitted(this.#batch, this.#instance);
   }
 
   #wake(): void {

@@ -12,6 +12,7 @@ import * as m0004 from './migrations/0004_deliveries.js';
 import * as m0005 from './migrations/0005_bot_platform.js';
 import * as m0006 from './migrations/0006_scheduler.js';
 import * as m0007 from './migrations/0007_search_index_at_commit.js';
+import * as m0008 from './migrations/0008_outbox_numbering.js';
 import { startCheckpointer, type Checkpointer } from './sqlite-checkpointer.js';
 import { useNamedStatements } from './pg-statements.js';
 import { engineDialect, SqliteEngine } from './sqlite-engine.js';
@@ -47,6 +48,7 @@ const MIGRATIONS: Record<string, MigrationUp> = {
   '0005_bot_platform': m0005.up,
   '0006_scheduler': m0006.up,
   '0007_search_index_at_commit': m0007.up,
+  '0008_outbox_numbering': m0008.up,
 };
 
 /**

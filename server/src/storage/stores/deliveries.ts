@@ -98,6 +98,11 @@ const PG_INSERT_DELIVERIES = `
       next_attempt_at, last_error)
   on conflict (event_id, bot_id) do nothing
   returning id`;
+/** The same, moving a consumer's cursor in the same statement ($13 position, $14 name). */
+const PG_INSERT_DELIVERIES_MOVE_CURSOR = `
+  with cursor_moved as (
+    update outbox_cursors set position = $13, updated_at = $12 where name = $14
+  )${PG_INSERT_DELIVERIES}`;
 /**
  * Delivered attempts recorded in one statement (atomic by itself, so no transaction is needed): the
  * attempts inserted, their deliveries marked delivered, the bots' runs of failures ended.
@@ -302,14 +307,39 @@ export class DeliveryStore {
    * The fan-out's rows, in one go; an (event, bot) pair that already exists is left as it is. Returns
    * the ids actually inserted.
    */
-  async insertDeliveries(rows: NewDelivery[], now: string): Promise<Set<string>> {
+  /**
+   * Inserts the deliveries of a fan-out pass and moves its cursor (on PostgreSQL in one statement: the
+   * cursor's update rides along the last insert). Returns the ids inserted (a row that already existed
+   * for the same event and bot is not).
+   */
+  async insertDeliveriesAndMoveCursor(
+    rows: NewDelivery[],
+    now: string,
+    cursor: { name: string; position: number },
+  ): Promise<Set<string>> {
+    if (rows.length === 0 || !isPostgres(this.db)) {
+      const inserted = await this.insertDeliveries(rows, now);
+      await this.setCursor(cursor.name, cursor.position, now);
+      return inserted;
+    }
+    return this.insertDeliveries(rows, now, cursor);
+  }
+
+  async insertDeliveries(
+    rows: NewDelivery[],
+    now: string,
+    cursor?: { name: string; position: number },
+  ): Promise<Set<string>> {
     const inserted = new Set<string>();
     if (rows.length === 0) return inserted;
     if (isPostgres(this.db)) {
       for (let i = 0; i < rows.length; i += 5000) {
         const part = rows.slice(i, i + 5000);
         const col = <K extends keyof NewDelivery>(k: K) => part.map((r) => r[k]);
-        const out = await raw<{ id: string }>(this.db, PG_INSERT_DELIVERIES, [
+        const last = i + 5000 >= rows.length;
+        const moveCursor = cursor !== undefined && last;
+        const text = moveCursor ? PG_INSERT_DELIVERIES_MOVE_CURSOR : PG_INSERT_DELIVERIES;
+        const out = await raw<{ id: string }>(this.db, text, [
           col('id'),
           col('org_id'),
           col('bot_id'),
@@ -322,6 +352,7 @@ export class DeliveryStore {
           col('next_attempt_at'),
           col('last_error'),
           now,
+          ...(moveCursor ? [cursor.position, cursor.name] : []),
         ]);
         for (const r of out) inserted.add(r.id);
       }

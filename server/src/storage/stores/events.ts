@@ -1,6 +1,6 @@
 import type { EventRow } from '../schema.js';
 import type { Executor } from './executor.js';
-import type { Selectable } from 'kysely';
+import { sql, type Selectable } from 'kysely';
 import { prepared } from './prepared.js';
 
 // Appended on every change: prepared once, not rebuilt.
@@ -14,6 +14,19 @@ export class EventStore {
 
   async append(rows: Omit<EventRow, 'seq'>[]): Promise<void> {
     for (const r of rows) await INSERT(this.db, r.id, r.org_id, r.type, r.data, r.created_at);
+  }
+
+  /**
+   * PostgreSQL only: one numbering pass of the outbox sequencer (migration 0008), in one statement
+   * outside any transaction (run it on the database, not in a transaction: the lock and the NOTIFY
+   * belong to the statement's own). Numbers up to `maxRows` committed events; when it numbered any,
+   * notifies `workroom_outbox` with the schema and `readerId`. Returns how many it numbered.
+   */
+  async numberCommitted(maxRows: number, readerId: string): Promise<number> {
+    const r = await sql<{ n: number }>`select workroom_number_events(${maxRows}, ${readerId}) as n`.execute(
+      this.db,
+    );
+    return Number(r.rows[0]?.n ?? 0);
   }
 
   listAfter(seq: number, limit: number, orgId?: string): Promise<Selectable<EventRow>[]> {
