@@ -218,8 +218,8 @@ try {
         await c.query<{ ms: number }>(
           `select extract(epoch from (d.created_at::timestamptz - e.created_at::timestamptz)) * 1000 as ms
            from "${wr.schema}".webhook_deliveries d join "${wr.schema}".events e on e.id = d.event_id
-           where d.bot_id = $1 and e.type = 'message.created'`,
-          [bots[0]],
+           where d.bot_id = $1 and e.type = 'message.created' and e.created_at >= $2`,
+          [bots[0], new Date(start).toISOString()],
         )
       ).rows
         .map((r) => Number(r.ms))

@@ -75,6 +75,20 @@ export interface Claimed {
 }
 
 const SNIPPET_BYTES = 1024;
+/**
+ * Deliveries this worker holds (running, waiting leased in memory, reserved), in all: this many times
+ * WORKROOM_WEBHOOK_CONCURRENCY. More than one round waits, so that attempts go on while the next claim
+ * is in flight (a claim takes tens of milliseconds on PostgreSQL under load: with one round of queue
+ * the attempts ran dry before it came back, and a backlog went out at ~1,800/s with half the event loop
+ * idle). Per bot it stays two rounds of its own limit (see "Order").
+ */
+const HELD_ROUNDS = 8;
+/**
+ * PostgreSQL: record batches written at once. An attempt holds its bot's slot until recorded; with one
+ * batch at a time, attempts that ended during a write waited for it and the next (tens of milliseconds
+ * under load), and the slots sat idle.
+ */
+const RECORD_LANES = 3;
 /** Due rows a claim looks at, at most (earliest first). */
 const SCAN_MAX = 1000;
 /** Claims after attempts end come at most this often (ms). */
@@ -116,8 +130,8 @@ export class DeliveryWorker {
   readonly #leaseMs: number;
   readonly #perBot = new Map<string, BotSlots>();
   /**
-   * Running + queued + reserved, over all bots: at most twice WORKROOM_WEBHOOK_CONCURRENCY (one round
-   * of queue); attempts running (`#running`): at most WORKROOM_WEBHOOK_CONCURRENCY.
+   * Running + queued + reserved, over all bots: at most HELD_ROUNDS times WORKROOM_WEBHOOK_CONCURRENCY;
+   * attempts running (`#running`): at most WORKROOM_WEBHOOK_CONCURRENCY.
    */
   #held = 0;
   #running = 0;
@@ -143,7 +157,8 @@ export class DeliveryWorker {
   #soon = false;
   #lastClaim = -Infinity;
   readonly #records: Finished[] = [];
-  #recording: Promise<void> | undefined;
+  /** Record batches being written (up to RECORD_LANES on PostgreSQL, one on SQLite). */
+  readonly #recordLanes = new Set<Promise<void>>();
   #recordSoon = false;
   #recordRetry: NodeJS.Timeout | undefined;
   #draining: Promise<void> | undefined;
@@ -200,7 +215,7 @@ export class DeliveryWorker {
     if (this.#stopping || target.paused || this.#dueUnknown) return false;
     if ((this.#waiting.get(target.bot_id) ?? 0) > 0 || this.#skipped.has(target.bot_id)) return false;
     // Not paced here: a delivery handed over starts at once and is charged; the next pass waits for it.
-    if (this.#held >= 2 * this.#o.webhooks.concurrency) return false;
+    if (this.#held >= HELD_ROUNDS * this.#o.webhooks.concurrency) return false;
     const b = this.#slots(target.bot_id, target.builtin);
     if (b.running + b.recording + b.queue.length + b.reserved >= 2 * b.limit) return false;
     b.reserved++;
@@ -272,17 +287,18 @@ export class DeliveryWorker {
 
   async #claimLoop(): Promise<void> {
     const { concurrency } = this.#o.webhooks;
-    // Claims come in batches: with most slots taken, wait until a few are free (attempts ending wake us).
-    const worthIt = this.#held === 0 ? 1 : Math.max(1, Math.floor(concurrency / 8));
+    // Claims come in batches: with most slots taken, wait until a round is free (attempts ending wake
+    // us); the rounds still held keep the attempts going meanwhile (HELD_ROUNDS).
+    const worthIt = this.#held === 0 ? 1 : concurrency;
     let exhausted = false;
     do {
       this.#again = false;
       for (;;) {
-        const free = 2 * concurrency - this.#held;
+        const free = HELD_ROUNDS * concurrency - this.#held;
         if (free < worthIt || this.#stopping) return;
         await this.#pacer.ready();
         if (this.#stopping) return;
-        const r = await this.#claimOnce(2 * concurrency - this.#held);
+        const r = await this.#claimOnce(HELD_ROUNDS * concurrency - this.#held);
         exhausted = r.exhausted;
         if (exhausted) break;
       }
@@ -607,7 +623,7 @@ export class DeliveryWorker {
   // --- recording ---
 
   #flushSoon(): void {
-    if (this.#recordSoon || this.#recording) return;
+    if (this.#recordSoon) return;
     this.#recordSoon = true;
     setImmediate(() => {
       this.#recordSoon = false;
@@ -615,52 +631,58 @@ export class DeliveryWorker {
     });
   }
 
-  /** Records the finished attempts, a batch per transaction; resolves when none is left (or it failed). */
+  /**
+   * Records the finished attempts, a batch per transaction, in up to RECORD_LANES batches at once on
+   * PostgreSQL (one on SQLite, whose writes take turns anyway); resolves when none is left (or it failed).
+   */
   #flush(): Promise<void> {
-    this.#recording ??= (async () => {
+    const lanes = this.#sync ? 1 : RECORD_LANES;
+    while (this.#recordLanes.size < lanes && this.#records.length > 0 && !this.#recordRetry) {
+      const lane: Promise<void> = this.#recordLane().finally(() => this.#recordLanes.delete(lane));
+      this.#recordLanes.add(lane);
+    }
+    return Promise.all([...this.#recordLanes]).then(() => undefined);
+  }
+
+  /** Writes record batches until none is left (or one failed: then a retry is due in a second). */
+  async #recordLane(): Promise<void> {
+    while (this.#records.length > 0) {
+      const batch = this.#records.splice(0, RECORD_BATCH);
       try {
-        while (this.#records.length > 0) {
-          const batch = this.#records.splice(0, RECORD_BATCH);
-          try {
-            if (!this.#sync && batch.every((f) => f.result.ok)) {
-              // PostgreSQL, all delivered: one statement, atomic by itself (no transaction round trips).
-              await this.#recordBatch(this.#o.storage.stores, batch);
-            } else {
-              await this.#o.storage.transaction(async (stores) => {
-                const measured = this.#sync ? this.#pacer.measure() : () => undefined;
-                await this.#recordBatch(stores, batch);
-                measured();
-              });
-            }
-          } catch (err) {
-            if (this.#stopping) {
-              // Shutting down: not recorded, so sent again when their leases end (at least once).
-              this.#o.log.warn({ err }, 'could not record webhook attempts at shutdown');
-              for (const f of batch) f.recorded();
-              continue;
-            }
-            // Their leases keep them from being sent again meanwhile; try again in a second.
-            this.#records.unshift(...batch);
-            this.#o.log.error({ err }, 'could not record webhook attempts; retrying');
-            if (!this.#recordRetry) {
-              this.#recordRetry = setTimeout(() => {
-                this.#recordRetry = undefined;
-                void this.#flush();
-              }, 1000);
-              this.#recordRetry.unref();
-            }
-            return;
-          }
-          for (const f of batch) {
-            this.#heldIds.delete(f.c.row.id);
-            f.recorded();
-          }
+        if (!this.#sync && batch.every((f) => f.result.ok)) {
+          // PostgreSQL, all delivered: one statement, atomic by itself (no transaction round trips).
+          await this.#recordBatch(this.#o.storage.stores, batch);
+        } else {
+          await this.#o.storage.transaction(async (stores) => {
+            const measured = this.#sync ? this.#pacer.measure() : () => undefined;
+            await this.#recordBatch(stores, batch);
+            measured();
+          });
         }
-      } finally {
-        this.#recording = undefined;
+      } catch (err) {
+        if (this.#stopping) {
+          // Shutting down: not recorded, so sent again when their leases end (at least once).
+          this.#o.log.warn({ err }, 'could not record webhook attempts at shutdown');
+          for (const f of batch) f.recorded();
+          continue;
+        }
+        // Their leases keep them from being sent again meanwhile; try again in a second.
+        this.#records.unshift(...batch);
+        this.#o.log.error({ err }, 'could not record webhook attempts; retrying');
+        if (!this.#recordRetry) {
+          this.#recordRetry = setTimeout(() => {
+            this.#recordRetry = undefined;
+            void this.#flush();
+          }, 1000);
+          this.#recordRetry.unref();
+        }
+        return;
       }
-    })();
-    return this.#recording;
+      for (const f of batch) {
+        this.#heldIds.delete(f.c.row.id);
+        f.recorded();
+      }
+    }
   }
 
   async #recordBatch(stores: Stores, batch: Finished[]): Promise<void> {
@@ -833,7 +855,7 @@ export class DeliveryWorker {
     void this.#flush();
     await Promise.allSettled([...this.#active]);
     await this.#release([...queued.map((c) => c.row.id), ...this.#cancelled.splice(0)]);
-    await this.#recording;
+    await Promise.allSettled([...this.#recordLanes]);
     await this.#flush();
   }
 
