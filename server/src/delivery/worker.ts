@@ -77,12 +77,14 @@ export interface Claimed {
 const SNIPPET_BYTES = 1024;
 /**
  * Deliveries this worker holds (running, waiting leased in memory, reserved), in all: this many times
- * WORKROOM_WEBHOOK_CONCURRENCY. More than one round waits, so that attempts go on while the next claim
- * is in flight (a claim takes tens of milliseconds on PostgreSQL under load: with one round of queue
- * the attempts ran dry before it came back, and a backlog went out at ~1,800/s with half the event loop
- * idle). Per bot it stays two rounds of its own limit (see "Order").
+ * WORKROOM_WEBHOOK_CONCURRENCY. On PostgreSQL several rounds wait, and a claim waits until a round is
+ * free, so that attempts go on while the next claim is in flight (a claim takes tens of milliseconds
+ * there under load: with one round of queue the attempts ran dry before it came back, and a backlog
+ * went out at ~1,800/s with half the event loop idle). On SQLite a claim is quick but runs on the event
+ * loop: one round of queue and small claims as soon as an eighth of a round is free (larger ones cost
+ * it a third of its deliveries a second). Per bot it stays two rounds of its own limit (see "Order").
  */
-const HELD_ROUNDS = 8;
+const HELD_ROUNDS = { postgres: 8, sqlite: 2 };
 /**
  * PostgreSQL: record batches written at once. An attempt holds its bot's slot until recorded; with one
  * batch at a time, attempts that ended during a write waited for it and the next (tens of milliseconds
@@ -130,10 +132,13 @@ export class DeliveryWorker {
   readonly #leaseMs: number;
   readonly #perBot = new Map<string, BotSlots>();
   /**
-   * Running + queued + reserved, over all bots: at most HELD_ROUNDS times WORKROOM_WEBHOOK_CONCURRENCY;
+   * Running + queued + reserved, over all bots: at most `#holdMax` (HELD_ROUNDS);
    * attempts running (`#running`): at most WORKROOM_WEBHOOK_CONCURRENCY.
    */
   #held = 0;
+  get #holdMax(): number {
+    return (this.#sync ? HELD_ROUNDS.sqlite : HELD_ROUNDS.postgres) * this.#o.webhooks.concurrency;
+  }
   #running = 0;
   /** Deliveries leased by this worker and not yet recorded or handed back: never claimed twice. */
   readonly #heldIds = new Set<string>();
@@ -215,7 +220,7 @@ export class DeliveryWorker {
     if (this.#stopping || target.paused || this.#dueUnknown) return false;
     if ((this.#waiting.get(target.bot_id) ?? 0) > 0 || this.#skipped.has(target.bot_id)) return false;
     // Not paced here: a delivery handed over starts at once and is charged; the next pass waits for it.
-    if (this.#held >= HELD_ROUNDS * this.#o.webhooks.concurrency) return false;
+    if (this.#held >= this.#holdMax) return false;
     const b = this.#slots(target.bot_id, target.builtin);
     if (b.running + b.recording + b.queue.length + b.reserved >= 2 * b.limit) return false;
     b.reserved++;
@@ -287,18 +292,19 @@ export class DeliveryWorker {
 
   async #claimLoop(): Promise<void> {
     const { concurrency } = this.#o.webhooks;
-    // Claims come in batches: with most slots taken, wait until a round is free (attempts ending wake
-    // us); the rounds still held keep the attempts going meanwhile (HELD_ROUNDS).
-    const worthIt = this.#held === 0 ? 1 : concurrency;
+    // Claims come in batches: with most slots taken, wait until enough are free (attempts ending wake
+    // us); on PostgreSQL the rounds still held keep the attempts going meanwhile (HELD_ROUNDS).
+    const worthIt =
+      this.#held === 0 ? 1 : this.#sync ? Math.max(1, Math.floor(concurrency / 8)) : concurrency;
     let exhausted = false;
     do {
       this.#again = false;
       for (;;) {
-        const free = HELD_ROUNDS * concurrency - this.#held;
+        const free = this.#holdMax - this.#held;
         if (free < worthIt || this.#stopping) return;
         await this.#pacer.ready();
         if (this.#stopping) return;
-        const r = await this.#claimOnce(HELD_ROUNDS * concurrency - this.#held);
+        const r = await this.#claimOnce(this.#holdMax - this.#held);
         exhausted = r.exhausted;
         if (exhausted) break;
       }
@@ -623,7 +629,8 @@ export class DeliveryWorker {
   // --- recording ---
 
   #flushSoon(): void {
-    if (this.#recordSoon) return;
+    // A lane at work takes what is recorded meanwhile; on SQLite there is only one.
+    if (this.#recordSoon || this.#recordLanes.size >= (this.#sync ? 1 : RECORD_LANES)) return;
     this.#recordSoon = true;
     setImmediate(() => {
       this.#recordSoon = false;
