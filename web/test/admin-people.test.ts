@@ -112,6 +112,8 @@ describe('people, roles and departments', () => {
     await edit.getByText('signs them out everywhere').waitFor();
     await screenshot(page, 'admin-people-edit');
     await edit.getByRole('button', { name: 'Save' }).click();
+    // The form (a row too, whose State list says "deactivated") closes once the server has saved.
+    await edit.waitFor({ state: 'detached' });
     await people
       .getByRole('row')
       .filter({ hasText: 'Nina Numbers' })
