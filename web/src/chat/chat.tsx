@@ -216,7 +216,12 @@ export function Chat({ shell }: { shell: Shell }) {
         reloadDirectory();
         unread.reload();
       },
-      status: setLive,
+      status: (s) => {
+        setLive(s);
+        // Whatever came between the room's first load (or the last poll) and the socket's start is
+        // not replayed on a first connection (it starts at the server's position): load it now.
+        if (s === 'live') void state.refresh().catch(() => undefined);
+      },
       unauthorized: () => void ok(api.GET('/api/auth/me')).catch(() => undefined), // a 401 ends the session
     });
     rt.start();

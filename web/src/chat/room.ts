@@ -88,13 +88,17 @@ export function useRoom(room: RoomRef | null): RoomState {
     const page = await fetchPage(r);
     if (current.current !== r) return;
     setMessages((now) => {
-      // Messages inside the newest page's time span that it no longer has were deleted.
+      // Messages inside the newest page's time span that it no longer has were deleted; those newer
+      // than its newest came live while it was on its way, and stay.
       const since = page[0]?.created_at;
+      const until = page[page.length - 1]?.created_at;
       const ids = new Set(page.map((m) => m.id));
-      const kept =
-        page.length < PAGE
-          ? now.filter((m) => ids.has(m.id))
-          : now.filter((m) => since === undefined || m.created_at < since || ids.has(m.id));
+      const kept = now.filter(
+        (m) =>
+          ids.has(m.id) ||
+          (until !== undefined && m.created_at > until) ||
+          (page.length === PAGE && since !== undefined && m.created_at < since),
+      );
       return merge(kept, page);
     });
   }, []);
