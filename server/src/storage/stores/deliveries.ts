@@ -304,10 +304,6 @@ export class DeliveryStore {
   }
 
   /**
-   * The fan-out's rows, in one go; an (event, bot) pair that already exists is left as it is. Returns
-   * the ids actually inserted.
-   */
-  /**
    * Inserts the deliveries of a fan-out pass and moves its cursor (on PostgreSQL in one statement: the
    * cursor's update rides along the last insert). Returns the ids inserted (a row that already existed
    * for the same event and bot is not).
@@ -325,6 +321,10 @@ export class DeliveryStore {
     return this.insertDeliveries(rows, now, cursor);
   }
 
+  /**
+   * The fan-out's rows, in one go; an (event, bot) pair that already exists is left as it is. Returns
+   * the ids actually inserted. With `cursor` (PostgreSQL), its last statement also moves that cursor.
+   */
   async insertDeliveries(
     rows: NewDelivery[],
     now: string,
