@@ -21,6 +21,9 @@ const EVERYTHING = [
   'root',
   'config',
   'logging',
+  'runtime',
+  'domain',
+  'outbound',
   'storage',
   'events',
   'operations',
@@ -29,37 +32,70 @@ const EVERYTHING = [
   'scheduler',
   'bots',
   'transports',
-  'web',
+  'metrics',
 ];
-/** For each layer: the layers it must not import, and why. */
+/** The services that run beside the operations and call them (a layer below must not reach up to them). */
+const SERVICES = ['root', 'transports', 'delivery', 'realtime', 'scheduler', 'bots'];
+/** For each layer: the layers it must not import, and why (docs/ARCHITECTURE.md, "Dependency rule"). */
 const FORBIDDEN = {
   domain: [EVERYTHING, 'domain/ is the innermost layer: it imports nothing of the server'],
-  config: [EVERYTHING.filter((l) => l !== 'config'), 'config/ depends on nothing of the server'],
-  runtime: [EVERYTHING, 'runtime/ (the service lifecycle) depends on nothing of the server'],
+  config: [EVERYTHING, 'config/ depends on nothing of the server'],
+  runtime: [EVERYTHING, 'runtime/ (the service lifecycle, the clock) depends on nothing of the server'],
+  outbound: [
+    EVERYTHING.filter((l) => l !== 'domain'),
+    'outbound/ (the SSRF-guarded HTTP client, webhook signatures) depends on nothing of the server but domain/',
+  ],
+  logging: [
+    EVERYTHING.filter((l) => l !== 'config'),
+    'logging/ depends on nothing of the server but its config',
+  ],
   storage: [
-    ['root', 'operations', 'transports', 'delivery', 'realtime', 'scheduler', 'bots', 'web'],
+    [...SERVICES, 'operations', 'events'],
     'storage/ must not depend on operations, transports or the services above it',
   ],
   events: [
-    ['root', 'operations', 'transports', 'delivery', 'realtime', 'scheduler', 'bots', 'web'],
+    [...SERVICES, 'operations'],
     'events/ (bus, outbox reader) sits beside storage: it depends on nothing above it',
   ],
   operations: [
-    ['root', 'transports', 'realtime', 'scheduler', 'bots', 'web'],
+    SERVICES,
     'operations/ must not depend on transports or on the services that call it (transports → operations → domain)',
   ],
-  delivery: [['root', 'transports', 'realtime', 'bots', 'web'], 'delivery/ must not depend on transports'],
-  realtime: [['root', 'transports', 'delivery', 'bots', 'web'], 'realtime/ must not depend on transports'],
-  scheduler: [['root', 'transports', 'realtime', 'bots', 'web'], 'scheduler/ must not depend on transports'],
+  delivery: [
+    ['root', 'transports', 'realtime', 'scheduler', 'bots'],
+    'delivery/ must not depend on transports',
+  ],
+  realtime: [
+    ['root', 'transports', 'delivery', 'scheduler', 'bots'],
+    'realtime/ must not depend on transports',
+  ],
+  scheduler: [
+    ['root', 'transports', 'delivery', 'realtime', 'bots'],
+    'scheduler/ must not depend on transports',
+  ],
   bots: [
-    ['root', 'transports', 'storage', 'realtime', 'web'],
+    ['root', 'transports', 'storage', 'realtime'],
     'built-in bots act only through operations, like any bot: no storage/, no transports/',
   ],
+  metrics: [
+    [...SERVICES, 'operations'],
+    'metrics/ (hooks, the registry, scrape-time reads) sits beside storage: the services call its hooks, it calls none of them',
+  ],
   transports: [
-    ['root', 'storage'],
+    ['root', 'storage', 'delivery', 'scheduler', 'bots'],
     'transports/ reach data only through operations, never storage/ directly',
   ],
 };
+/**
+ * Inside transports/: the HTTP routes and the MCP endpoint share only the kit (io, errors, rate limits,
+ * the body budget, the request context); neither reaches into the other, and the kit into neither.
+ */
+const TRANSPORTS = path.join(SRC, 'transports');
+const transportOf = (file) => {
+  const rel = path.relative(TRANSPORTS, file);
+  return rel.startsWith('..') || path.isAbsolute(rel) ? null : rel.split(path.sep)[0];
+};
+const TRANSPORT_FORBIDDEN = { mcp: ['http'], kit: ['http', 'mcp'] };
 const layers = {
   rules: {
     dependencies: {
@@ -71,9 +107,17 @@ const layers = {
         const check = (node) => {
           const spec = node.source?.value;
           if (typeof spec !== 'string' || !spec.startsWith('.')) return;
-          const to = layerOf(path.resolve(path.dirname(context.filename), spec));
+          const target = path.resolve(path.dirname(context.filename), spec);
+          const to = layerOf(target);
           if (to && to !== from && rule[0].includes(to))
             context.report({ node, message: `${from}/ must not import ${to}/ ('${spec}'): ${rule[1]}` });
+          const fromT = from === 'transports' ? transportOf(context.filename) : null;
+          const toT = to === 'transports' ? transportOf(target) : null;
+          if (fromT && toT && TRANSPORT_FORBIDDEN[fromT]?.includes(toT))
+            context.report({
+              node,
+              message: `transports/${fromT}/ must not import transports/${toT}/ ('${spec}'): HTTP and MCP share only transports/kit/`,
+            });
         };
         return {
           ImportDeclaration: check,
@@ -114,9 +158,9 @@ export default tseslint.config(
     rules: { 'layers/dependencies': 'error' },
   },
   {
-    // Type-aware rules for the server's and the SDK's sources: a promise nobody awaits or handles can
-    // reject into nowhere (an unhandled rejection ends the process).
-    files: ['server/src/**/*.ts', 'sdks/typescript/src/**/*.ts'],
+    // Type-aware rules for the server's, the SDK's and the web app's sources: a promise nobody awaits or
+    // handles can reject into nowhere (an unhandled rejection ends the process; in the page, it is lost).
+    files: ['server/src/**/*.ts', 'sdks/typescript/src/**/*.ts', 'web/src/**/*.ts', 'web/src/**/*.tsx'],
     languageOptions: { parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname } },
     rules: {
       '@typescript-eslint/no-floating-promises': 'error',

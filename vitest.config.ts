@@ -1,9 +1,27 @@
-import { defineConfig } from 'vitest/config';
+import { configDefaults, defineConfig } from 'vitest/config';
 import SlowFirstSequencer from './server/test/helpers/sequencer.js';
+
+/**
+ * Test files that use no database (pure logic: parsing, rendering, time arithmetic, signatures): run in
+ * the SQLite run (the README's `npm test`) and not again when DATABASE_URL points at PostgreSQL.
+ */
+const NO_DATABASE = [
+  'clock',
+  'collect-tasknotify-unit',
+  'poll-render',
+  'poll-unit',
+  'scheduler-time',
+  'standup-unit',
+  'webhook-sign',
+];
 
 export default defineConfig({
   test: {
     include: ['server/test/**/*.test.ts'],
+    exclude: [
+      ...configDefaults.exclude,
+      ...(process.env.DATABASE_URL ? NO_DATABASE.map((name) => `server/test/${name}.test.ts`) : []),
+    ],
     // Generous: several tests start server processes (migrations, scrypt) and CI machines can be busy;
     // a test's own waits (expect.poll) say what is expected, these only stop a hung test.
     testTimeout: 60_000,

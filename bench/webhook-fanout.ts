@@ -18,7 +18,7 @@ import { spawn } from 'node:child_process';
 import { Agent, request } from 'node:http';
 import { loadavg } from 'node:os';
 import pg from 'pg';
-import { signDelivery } from '../server/src/delivery/sign.js';
+import { signDelivery } from '../server/src/outbound/sign.js';
 import { api, fmt, freePort, load, seed, startWorkroom, type LoadResult } from './lib.js';
 
 const BOTS = 50;

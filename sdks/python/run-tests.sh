@@ -22,6 +22,9 @@ else
   status=1
 fi
 
+echo "== generated event types (workroom/events.py) match docs/api/openapi.json"
+"$PY" "$here/scripts/generate_types.py" --check || status=1
+
 echo "== unittest"
 (cd "$here" && "$PY" tests/run.py "$@") || status=1
 exit $status

@@ -1,5 +1,3 @@
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Config } from './config/config.js';
@@ -7,34 +5,32 @@ import { newId, nowIso } from './domain/ids.js';
 import { hashPassword } from './domain/secrets.js';
 import type { Storage } from './storage/storage.js';
 
-/**
- * The encryption key for secrets stored encrypted: WORKROOM_ENCRYPTION_KEY, or a key generated on
- * first start and kept (mode 0600) in the data directory.
- */
-export function loadEncryptionKey(config: Config, log: Logger): Buffer {
-  if (config.encryptionKey) return Buffer.from(config.encryptionKey, 'base64');
-  const file = join(config.dataDir, 'encryption.key');
-  if (existsSync(file)) return Buffer.from(readFileSync(file, 'utf8').trim(), 'base64');
-  mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
-  const key = randomBytes(32);
-  writeFileSync(file, key.toString('base64'), { mode: 0o600 });
-  log.warn(
-    { file },
-    'generated a new encryption key for stored secrets; back it up or set WORKROOM_ENCRYPTION_KEY',
-  );
-  return key;
+/** What a first start has to tell the operator once the server listens (app.ts calls it after binding). */
+export interface FirstStart {
+  announce(): void;
 }
 
 /**
  * First start on an empty database: one organization and a system_admin. Without
- * WORKROOM_ADMIN_PASSWORD a password is generated and printed once (to stdout, never to the log).
+ * WORKROOM_ADMIN_PASSWORD a password is generated and printed once (to stdout, never to the log), by
+ * `announce()`, once the port is bound: a start that fails before serving has shown no password that
+ * nobody could use. On a database that has its organization already, WORKROOM_ADMIN_* are ignored,
+ * and a warning says so when they were set.
  */
-export async function bootstrapIfEmpty(config: Config, storage: Storage, log: Logger): Promise<boolean> {
-  if ((await storage.stores.orgs.count()) > 0) return false;
+export async function bootstrapIfEmpty(
+  config: Config,
+  storage: Storage,
+  log: Logger,
+): Promise<FirstStart | undefined> {
+  if ((await storage.stores.orgs.count()) > 0) {
+    warnAdminIgnored(config, log);
+    return undefined;
+  }
   const generated = config.admin.password === undefined;
   const password = config.admin.password ?? randomBytes(12).toString('base64url');
   const password_hash = await hashPassword(password);
-  const created = await storage.transaction(async (s) => {
+  // Instances starting together on an empty database: one sets up, the others find it done.
+  const created = await storage.exclusiveTransaction('first-start', async (s) => {
     if ((await s.orgs.count()) > 0) return false; // another instance got there first
     const org = await s.orgs.create(config.admin.orgName);
     const now = nowIso();
@@ -52,15 +48,35 @@ export async function bootstrapIfEmpty(config: Config, storage: Storage, log: Lo
     });
     return true;
   });
-  if (!created) return false;
+  if (!created) return undefined;
   log.info(
     { email: config.admin.email, organization: config.admin.orgName },
     'created the first organization and its system_admin',
   );
-  if (generated) {
-    process.stdout.write(
-      `\n  Workroom: first start. Sign in as ${config.admin.email} with the password\n\n      ${password}\n\n  It is shown only this once. Set WORKROOM_ADMIN_PASSWORD to choose it yourself.\n\n`,
-    );
-  }
-  return true;
+  return {
+    announce() {
+      if (!generated) return;
+      process.stdout.write(
+        `\n  Workroom: first start. Sign in as ${config.admin.email} with the password\n\n      ${password}\n\n  It is shown only this once. Set WORKROOM_ADMIN_PASSWORD to choose it yourself.\n\n`,
+      );
+    },
+  };
+}
+
+/** The defaults of config.ts: a value other than these was set by the operator. */
+const ADMIN_DEFAULTS = { email: 'admin@workroom.local', orgName: 'Workroom' };
+
+function warnAdminIgnored(config: Config, log: Logger): void {
+  const set = [
+    config.admin.email !== ADMIN_DEFAULTS.email && 'WORKROOM_ADMIN_EMAIL',
+    config.admin.password !== undefined && 'WORKROOM_ADMIN_PASSWORD',
+    config.admin.orgName !== ADMIN_DEFAULTS.orgName && 'WORKROOM_ORG_NAME',
+  ].filter((x): x is string => typeof x === 'string');
+  if (set.length === 0) return;
+  log.warn(
+    { ignored: set },
+    `${set.join(', ')} ignored: they only create the first organization and administrator on an empty ` +
+      'database, and this one has its organization already. To add an administrator or set a password: ' +
+      '`workroom create-admin`, `workroom reset-password` (docs/OPERATIONS.md)',
+  );
 }

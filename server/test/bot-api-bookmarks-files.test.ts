@@ -36,7 +36,11 @@ describe('bot API: bookmarks and files', () => {
   let otherBot: BotHandle;
 
   beforeAll(async () => {
-    srv = await startTestServer({ WORKROOM_MAX_UPLOAD_BYTES: String(MAX_UPLOAD) });
+    // Files on disk, which these tests look at (the database store: blob-store.test.ts).
+    srv = await startTestServer({
+      WORKROOM_MAX_UPLOAD_BYTES: String(MAX_UPLOAD),
+      WORKROOM_BLOB_STORE: 'disk',
+    });
     w = await World.create(srv.url);
     const org = await w.org();
     orgAdmin = org.admin;

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TokenBucketLimiter } from '../src/domain/token-bucket.js';
 import { expectStatus } from './helpers/client.js';
+import { FrozenClock } from './helpers/frozen-clock.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
 import { World } from './helpers/world.js';
 
@@ -21,16 +22,33 @@ describe('token bucket', () => {
   });
 });
 
+describe('token bucket on an epoch clock', () => {
+  it('a clock stepped backwards neither refills nor empties a bucket', () => {
+    let t = 1_800_000_000_000;
+    const l = new TokenBucketLimiter(() => t);
+    expect(l.take('a', 1, 3).allowed).toBe(true); // 2 left
+    t -= 3_600_000; // the system clock steps back an hour
+    expect(l.take('a', 1, 3)).toMatchObject({ allowed: true, remaining: 1 });
+    t += 1000; // one second on from there: one token back
+    expect(l.take('a', 1, 3)).toMatchObject({ allowed: true, remaining: 1 });
+  });
+});
+
 describe('rate limits over HTTP', () => {
   let srv: TestServer;
   let w: World;
+  // The buckets refill only when a test moves this clock, however slow the machine.
+  const clock = new FrozenClock();
   beforeAll(async () => {
-    srv = await startTestServer({
-      WORKROOM_RATE_LIMIT_BOT_PER_SECOND: '1',
-      WORKROOM_RATE_LIMIT_BOT_BURST: '3',
-      WORKROOM_RATE_LIMIT_USER_PER_SECOND: '1',
-      WORKROOM_RATE_LIMIT_USER_BURST: '40',
-    });
+    srv = await startTestServer(
+      {
+        WORKROOM_RATE_LIMIT_BOT_PER_SECOND: '1',
+        WORKROOM_RATE_LIMIT_BOT_BURST: '3',
+        WORKROOM_RATE_LIMIT_USER_PER_SECOND: '1',
+        WORKROOM_RATE_LIMIT_USER_BURST: '40',
+      },
+      { clock },
+    );
     w = await World.create(srv.url);
   });
   afterAll(() => srv.close());
@@ -58,8 +76,9 @@ describe('rate limits over HTTP', () => {
     expect(q.headers.get('ratelimit-remaining')).toBe('2');
     const k2 = expectStatus(await w.admin.api.post(`/api/bots/${noisy.id}/api-keys`, {}), 201);
     expectStatus(await noisy.api.post('/api/bots/auth', undefined, { token: k2.key }), 200);
-    // After Retry-After the key works again.
-    await new Promise((r) => setTimeout(r, Number(limited.headers.get('retry-after')) * 1000 + 50));
+    // Nothing refills while the clock stands; after Retry-After the key works again.
+    expect((await noisy.api.post('/api/bots/auth')).status).toBe(429);
+    clock.advance(Number(limited.headers.get('retry-after')) * 1000);
     expectStatus(await noisy.api.post('/api/bots/auth'), 200);
   });
 
@@ -72,8 +91,9 @@ describe('rate limits over HTTP', () => {
       last = await u.api.get('/api/auth/me');
       if (last.status !== 200) break;
     }
-    // The burst of 40 passes (plus what refilled meanwhile at 1/s), then 429.
+    // The burst of 40 passes (the clock stands: nothing refills meanwhile), then 429.
     expect(n).toBeGreaterThan(40);
+    expect(n).toBe(41);
     expect(last!.status).toBe(429);
     expect(last!.headers.get('retry-after')).toBe('1');
     const other = await w.user();

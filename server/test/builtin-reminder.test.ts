@@ -1,12 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { TestClock } from '../src/runtime/clock.js';
 import { expectStatus } from './helpers/client.js';
+import { moveClockTo } from './helpers/platform-bots.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
 import { World, type UserHandle } from './helpers/world.js';
 
 /**
  * The tasks bot's morning reminder (docs/BUILTIN-BOTS.md): `/task remind HH:MM [zone]` schedules a DM
- * of the user's open tasks through the durable scheduler. The real thing is waited for: the reminder
- * is set for the next minute, so this test takes up to a minute.
+ * of the user's open tasks through the durable scheduler. The reminder is set for the next minute of
+ * the server's test clock (server/src/runtime/clock.ts), which the test then moves there.
  */
 describe('tasks bot: morning reminder', () => {
   let srv: TestServer;
@@ -14,9 +16,10 @@ describe('tasks bot: morning reminder', () => {
   let ann: UserHandle;
   let topicId: string;
   let tasksBotId: string;
+  const clock = new TestClock();
 
   beforeAll(async () => {
-    srv = await startTestServer();
+    srv = await startTestServer({}, { clock });
     w = await World.create(srv.url);
     const org = await w.org();
     ann = await w.user({ organization_id: org.id });
@@ -46,13 +49,13 @@ describe('tasks bot: morning reminder', () => {
       hourCycle: 'h23',
     }).format(first);
     expect(local).toMatch(/^(Mon|Tue|Wed|Thu|Fri) 08:30$/);
-    expect(first.getTime()).toBeGreaterThan(Date.now());
+    expect(first.getTime()).toBeGreaterThan(clock.now());
     expect(await remind('')).toMatch(/08:30 Europe\/Berlin, Monday to Friday/);
     expect(await remind('off')).toMatch(/off/);
     expect(await remind('')).toMatch(/No morning reminder/);
   });
 
-  it('DMs the open tasks at the time set', { timeout: 120_000 }, async () => {
+  it('DMs the open tasks at the time set', async () => {
     expectStatus(
       await ann.api.post('/api/commands/execute', {
         text: '/task add Water the plants @me',
@@ -71,28 +74,21 @@ describe('tasks bot: morning reminder', () => {
     const finished = tasks.find((t) => t.title === 'Already finished');
     expectStatus(await ann.api.patch(`/api/tasks/${finished.id}`, { status: 'done' }), 200);
     // The next whole minute in UTC (at least 2 s ahead, so that it is still to come when scheduled).
-    const at = new Date(Math.ceil((Date.now() + 2000) / 60_000) * 60_000);
+    const at = new Date(Math.ceil((clock.now() + 2000) / 60_000) * 60_000);
     const hhmm = at.toISOString().slice(11, 16);
     expect(await remind(`${hhmm} UTC`)).toContain(at.toISOString());
-    const dm = await waitFor(async () => {
+    const reminderDm = async () => {
       const rooms = expectStatus(await ann.api.get('/api/dm-rooms'), 200).items as any[];
       const room = rooms.find((r) => r.members.some((m: any) => m.type === 'bot' && m.id === tasksBotId));
       if (!room) return undefined;
       const msgs = expectStatus(await ann.api.get(`/api/dm-rooms/${room.id}/messages`), 200).items as any[];
       return msgs.find((m) => m.bot_id === tasksBotId);
-    }, 90_000);
+    };
+    await moveClockTo(srv, clock, at.getTime());
+    await expect.poll(reminderDm, { timeout: 20_000 }).toBeDefined();
+    const dm = (await reminderDm())!;
     expect(dm.content).toContain('Water the plants');
     expect(dm.content).not.toContain('Already finished');
     expect(Date.parse(dm.created_at)).toBeGreaterThanOrEqual(at.getTime());
   });
 });
-
-async function waitFor<T>(fn: () => Promise<T | undefined>, ms: number): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await fn();
-    if (v !== undefined) return v;
-    if (Date.now() > end) throw new Error('timed out waiting');
-    await new Promise((r) => setTimeout(r, 250));
-  }
-}

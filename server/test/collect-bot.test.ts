@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { TestClock } from '../src/runtime/clock.js';
 import { expectStatus } from './helpers/client.js';
 import {
   answer,
@@ -6,7 +7,8 @@ import {
   channelMessages,
   dmsFromBot,
   dmToBot,
-  sleep,
+  jobsSettled,
+  moveClockTo,
   waitFor,
   waitForDm,
 } from './helpers/platform-bots.js';
@@ -18,8 +20,11 @@ import { World, type UserHandle } from './helpers/world.js';
  * API only: `/collect` in a channel, the request by DM to every other member, replies by DM (text and
  * links to files uploaded in the channel), the reminder to those missing, the result to the requester
  * by DM at the deadline (and in the channel with share:channel), close early and cancel, and tenant
- * isolation. On SQLite, and on PostgreSQL with DATABASE_URL. Waits for one deadline of a minute.
+ * isolation. On SQLite, and on PostgreSQL with DATABASE_URL. The reminder and the deadline come by
+ * moving the server's test clock (server/src/runtime/clock.ts): no real minute passes.
  */
+
+const clock = new TestClock();
 
 let srv: TestServer;
 let w: World;
@@ -51,7 +56,7 @@ async function upload(u: UserHandle, ch: string, filename: string, text: string)
 }
 
 beforeAll(async () => {
-  srv = await startTestServer({ WORKROOM_SCHEDULER_POLL: '500ms' });
+  srv = await startTestServer({ WORKROOM_SCHEDULER_POLL: '500ms' }, { clock });
   w = await World.create(srv.url);
   a = await w.org();
   b = await w.org();
@@ -118,7 +123,7 @@ describe('collection bot', () => {
     expect(created.ephemeral).toBe(false);
     expect(created.content).toContain(`📥 **${name(ann)}** is collecting: “Send your weekly report”`);
     expect(created.content).toContain('Every member of this channel (3) gets the request by DM');
-    const t0 = Date.now();
+    const t0 = clock.now(); // the deadline is a minute after the command, which came before this
     for (const u of [bob, cy, dee]) await waitForDm(u, bot, 'Send your weekly report', 1, 30_000);
     expect(await dmsFromBot(ann, bot)).toHaveLength(0); // the requester is not asked
 
@@ -133,12 +138,15 @@ describe('collection bot', () => {
     await waitForDm(cy, bot, '✅ Recorded');
 
     // The reminder goes to Dee only (30 s before the deadline).
-    await waitForDm(dee, bot, '⏰ Reminder', 1, 60_000);
+    await moveClockTo(srv, clock, t0 + 30_000);
+    await waitForDm(dee, bot, '⏰ Reminder', 1, 20_000);
+    await jobsSettled(srv, clock, bot);
     for (const u of [bob, cy])
       expect((await dmsFromBot(u, bot)).some((m) => m.content.includes('⏰'))).toBe(false);
 
     // At the deadline: the result by DM to Ann, a note in the channel.
-    const [result] = await waitForDm(ann, bot, '📥 **Collection: Send your weekly report**', 1, 90_000);
+    await moveClockTo(srv, clock, t0 + 60_000);
+    const [result] = await waitForDm(ann, bot, '📥 **Collection: Send your weekly report**', 1, 20_000);
     expect(Date.parse(result!.created_at)).toBeGreaterThanOrEqual(t0 + 50_000);
     expect(result!.content).toContain(`2 of 3 replied · no reply: **${name(dee)}**`);
     expect(result!.content).toContain(
@@ -156,10 +164,10 @@ describe('collection bot', () => {
     // Too late: nothing waits for Dee any more.
     await dmToBot(dee, bot, 'Sorry!');
     await waitForDm(dee, bot, 'No request of the collection bot is waiting');
-    await sleep(1000);
+    await jobsSettled(srv, clock, bot); // every job due so far has finished: nothing more comes of them
     expect((await dmsFromBot(ann, bot)).filter((m) => m.content.includes('📥 **Collection'))).toHaveLength(1);
     expect((await answer(ann.api, '/collect list', { channel_id: channel })).content).toContain('— closed');
-  }, 180_000);
+  });
 
   it('closes early into the channel with share:channel; cancel is the requester’s; replies go to the oldest open request', async () => {
     const one = await answer(ann.api, '/collect "Slides for Friday" due:2h share:channel', {
@@ -201,7 +209,7 @@ describe('collection bot', () => {
     );
     await dmToBot(cy, bot, 'dates?');
     await waitForDm(cy, bot, 'No request of the collection bot is waiting');
-  }, 120_000);
+  });
 
   it('never mixes organizations: another organization’s file is not found, its collections are its own', async () => {
     const aFile = await upload(ann, channel, 'a-only.txt', 'org A data');

@@ -161,7 +161,22 @@ describe('slash commands reach their bot (command.invoked at once, replies, resp
     });
     await watcher.waitFor((m) => m.type === 'event' && m.event.data.message_id === res.body.reply.message_id);
     // Sent once: the durable delivery path does not send command.invoked a second time (it would run twice).
-    await new Promise((r) => setTimeout(r, 1500));
+    // The sentinel: the bot subscribes to message.created and a later message reaches it through the
+    // durable path; the fan-out takes events in outbox order, so it has passed the command's by then.
+    expectStatus(await admin.api.patch(`/api/bots/${bot.id}`, { events: ['message.created'] }), 200);
+    const sentinel = expectStatus(
+      await member.api.post(`/api/channels/${channel}/messages`, { content: 'sentinel' }),
+      201,
+    );
+    await expect
+      .poll(() => rx.other.some((x) => JSON.parse(x.body).data?.message_id === sentinel.id))
+      .toBe(true);
+    expectStatus(await admin.api.patch(`/api/bots/${bot.id}`, { events: [] }), 200);
+    const rows = expectStatus(
+      await admin.api.get(`/api/bots/${bot.id}/deliveries`, { query: { limit: '100' } }),
+      200,
+    ).items as { event_type: string }[];
+    expect(rows.map((d) => d.event_type)).not.toContain('command.invoked');
     expect(rx.direct.filter((x) => x.headers['webhook-id'] === res.body.invocation_id)).toHaveLength(1);
     expect(rx.other.map((x) => JSON.parse(x.body).event_type)).not.toContain('command.invoked');
   });

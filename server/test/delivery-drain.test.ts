@@ -80,17 +80,24 @@ describe('webhook delivery at shutdown', () => {
         child = c;
         c.stdout!.on('data', (d: Buffer) => (output = (output + d.toString()).slice(-4000)));
         c.stderr!.on('data', (d: Buffer) => (output = (output + d.toString()).slice(-4000)));
-        const deadline = Date.now() + 60_000;
-        for (;;) {
-          if (c.exitCode !== null) throw new Error(`server exited: ${output}`);
-          if (Date.now() > deadline) throw new Error(`server did not start: ${output}`);
-          const up = await fetch(`${url}/api/health`).then(
-            (r) => r.ok,
-            () => false,
-          );
-          if (up) return c;
-          await new Promise((r) => setTimeout(r, 100));
+        // Up when its health answers (a server that exited fails the wait with its output).
+        try {
+          await expect
+            .poll(
+              async () => {
+                if (c.exitCode !== null) throw new Error(`server exited: ${output}`);
+                return fetch(`${url}/api/health`).then(
+                  (r) => r.ok,
+                  () => false,
+                );
+              },
+              { timeout: 60_000, interval: 100 },
+            )
+            .toBe(true);
+        } catch (err) {
+          throw new Error(`server did not start: ${output}`, { cause: err });
         }
+        return c;
       };
 
       const first = await start();

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../src/config/config.js';
 import { Fanout } from '../src/delivery/fanout.js';
 import type { InProcessEnvelope, InProcessReceiver, InProcessResult } from '../src/delivery/in-process.js';
-import { OutboundClient } from '../src/delivery/outbound.js';
+import { OutboundClient } from '../src/outbound/client.js';
 import { DeliveryWorker } from '../src/delivery/worker.js';
 import { EventBus } from '../src/events/bus.js';
 import { OutboxReader } from '../src/events/outbox-reader.js';
@@ -91,12 +91,21 @@ describe('in-process deliveries to built-in bots', () => {
           id: randomUUID(),
           org_id: org,
           type: 'message.created',
+          // Complete (the outbox reader dead-letters data that does not match its schema).
           data: JSON.stringify({
             message_id: messageId,
-            channel_id: channel,
             content: `${label} ${i}`,
-            sender_type: 'user',
+            content_html: null,
+            channel_id: channel,
+            topic_id: null,
+            dm_room_id: null,
             sender_id: randomUUID(),
+            sender_type: 'user',
+            bot_id: null,
+            actions: null,
+            created_at: now(),
+            edited_at: null,
+            deleted_at: null,
           }),
           created_at: now(),
         })),

@@ -128,13 +128,19 @@ describe('webhook delivery', () => {
     expect(got.map((r) => r.json.data.content).sort()).toEqual(['by a bot', 'for the marker']);
     expect(got.find((r) => r.json.data.content === 'by a bot')!.json.data.sender_type).toBe('bot');
     expectStatus(await author.api.delete(`/api/messages/${own.id}`), 200);
-    await new Promise((r) => setTimeout(r, 500));
+    // The sentinel: a later message that the marker and the author both get. The fan-out takes events
+    // in outbox order and a bot's deliveries go out in that order, so whatever the earlier events
+    // made for these bots has been made (and sent to the author) by the time it arrives.
+    await post('sentinel');
+    await waitFor(marker.url, 3);
+    await waitFor(author.url, 2);
     for (const b of [unsubscribed, outside, foreign]) {
       expect(rx.at(b.url)).toHaveLength(0);
       expect(await deliveries(b).catch(() => [])).toHaveLength(0);
     }
-    // The author received only the owner's message, none of its own actions.
-    expect(rx.at(author.url).map((r) => r.json.data.content)).toEqual(['for the marker']);
+    // The author received only the owner's messages, none of its own actions.
+    expect(rx.at(author.url).map((r) => r.json.data.content)).toEqual(['for the marker', 'sentinel']);
+    expect((await deliveries(author)).map((d) => d.state)).toEqual(['delivered', 'delivered']);
   });
 
   it('retries a receiver that fails twice and delivers on the third attempt, same webhook-id', async () => {
@@ -207,13 +213,18 @@ describe('webhook delivery', () => {
     const bot = await hookedBot(['message.created']);
     const paused = expectStatus(await owner.api.post(`/api/bots/${bot.id}/webhook/pause`), 200);
     expect(paused).toMatchObject({ paused: true, paused_reason: 'paused by a manager' });
+    // The sentinel: a bot that is not paused, in the same channel, gets 'while paused' and then a later
+    // message; the paused bot's delivery was made in the same fan-out pass as the first, and the worker
+    // has looked for due work since (the later one was handed over or claimed after it).
+    const sentinel = await hookedBot(['message.created']);
     await post('while paused');
-    await new Promise((r) => setTimeout(r, 700));
+    await post('after it');
+    await waitFor(sentinel.url, 2);
     expect(rx.at(bot.url)).toHaveLength(0);
-    expect((await deliveries(bot)).map((d) => d.state)).toEqual(['pending']);
+    expect((await deliveries(bot)).map((d) => d.state)).toEqual(['pending', 'pending']);
     expect(expectStatus(await owner.api.post(`/api/bots/${bot.id}/webhook/resume`), 200).paused).toBe(false);
-    const [r] = await waitFor(bot.url, 1);
-    expect(r!.json.data.content).toBe('while paused');
+    const got = await waitFor(bot.url, 2);
+    expect(got.map((r) => r.json.data.content)).toEqual(['while paused', 'after it']);
   });
 
   it('pauses by itself after failures in a row and notifies the owner; a final failure too', async () => {
@@ -308,7 +319,10 @@ describe('webhook delivery', () => {
     expect(failed[0].last_error).toMatch(/^loop guard/);
     expect(failed[0].attempt_log).toEqual([]); // never sent
     await waitFor(listener.url, 60);
-    await new Promise((r) => setTimeout(r, 300));
+    // Every delivery has had its attempt recorded (none pending): nothing more can arrive.
+    await expect
+      .poll(async () => (await deliveries(listener, { state: 'pending' })).length, { timeout: 10_000 })
+      .toBe(0);
     expect(rx.at(listener.url)).toHaveLength(60);
   });
 });

@@ -462,4 +462,120 @@ describe('fuzz: MCP (driven by the tool schemas)', () => {
     expect((r.body as unknown[]).length).toBe(max);
     for (const a of r.body as unknown[]) expect(rpcProblem(a)).toBeUndefined();
   });
+  it('modern (2026-07-28) requests with every mix of _meta and headers: the first failing check answers, exactly', async () => {
+    const MODERN = '2026-07-28';
+    const methods = ['tools/call', 'tools/list', 'server/discover', 'resources/read', 'ping', 'no/such'];
+    const arb = fc.record({
+      method: fc.constantFrom(...methods),
+      tool: fc.constantFrom('list_channels', 'search', 'read_messages', 'no_such_tool'),
+      metaVersion: fc.constantFrom<unknown>(
+        MODERN,
+        MODERN,
+        '2025-11-25',
+        '2099-01-01',
+        undefined,
+        7,
+        nastyShort,
+      ),
+      caps: fc.constantFrom<unknown>({}, {}, { sampling: {} }, undefined, 'x', null, []),
+      headerVersion: fc.constantFrom<'same' | 'missing' | 'other' | 'legacy'>(
+        'same',
+        'same',
+        'missing',
+        'other',
+        'legacy',
+      ),
+      headerMethod: fc.constantFrom<'same' | 'missing' | 'other'>('same', 'same', 'missing', 'other'),
+      headerName: fc.constantFrom<'same' | 'base64' | 'missing' | 'other'>(
+        'same',
+        'base64',
+        'missing',
+        'other',
+      ),
+      id: rpcId,
+    });
+    let checked = 0;
+    const found = await runCases(
+      arb,
+      async (c) => {
+        const meta: Record<string, unknown> = {};
+        if (c.metaVersion !== undefined) meta['io.modelcontextprotocol/protocolVersion'] = c.metaVersion;
+        if (c.caps !== undefined) meta['io.modelcontextprotocol/clientCapabilities'] = c.caps;
+        const uri = `workroom://channels/${fw.orgA.channel}`;
+        const params: Record<string, unknown> =
+          c.method === 'tools/call'
+            ? { name: c.tool, arguments: c.tool === 'search' ? { query: 'x' } : {} }
+            : c.method === 'resources/read'
+              ? { uri }
+              : {};
+        params._meta = meta;
+        const name = c.method === 'tools/call' ? c.tool : c.method === 'resources/read' ? uri : undefined;
+        const headers: Record<string, string> = {
+          authorization: `Bearer ${keys.all}`,
+          'content-type': 'application/json',
+          accept: ACCEPT_BOTH,
+        };
+        const hv = typeof c.metaVersion === 'string' ? c.metaVersion : MODERN;
+        if (c.headerVersion === 'same') headers['mcp-protocol-version'] = hv;
+        if (c.headerVersion === 'other') headers['mcp-protocol-version'] = '2099-12-31';
+        if (c.headerVersion === 'legacy') headers['mcp-protocol-version'] = '2025-06-18';
+        if (c.headerMethod === 'same') headers['mcp-method'] = c.method;
+        if (c.headerMethod === 'other') headers['mcp-method'] = 'tools/list-x';
+        if (name !== undefined && c.headerName === 'same')
+          headers['mcp-name'] = /^[ -~]*$/.test(name) ? name : 'x';
+        if (name !== undefined && c.headerName === 'base64')
+          headers['mcp-name'] = `=?base64?${Buffer.from(name).toString('base64')}?=`;
+        if (name !== undefined && c.headerName === 'other') headers['mcp-name'] = 'other_name';
+        const res = await pool.request({
+          method: 'POST',
+          path: '/api/mcp',
+          headers,
+          body: JSON.stringify({ jsonrpc: '2.0', id: c.id, method: c.method, params }),
+        });
+        const text = await res.body.text();
+        const where = `${preview(c)} → ${res.statusCode} ${text.slice(0, 300)}`;
+        if (res.statusCode >= 500) return `5xx: ${where}`;
+        if (res.headers['mcp-session-id'] !== undefined) return `a session id was minted: ${where}`;
+        // Which era the server must pick: _meta with a version, or (no session) a non-legacy header.
+        const modern =
+          c.metaVersion !== undefined || (c.headerVersion !== 'missing' && c.headerVersion !== 'legacy');
+        if (!modern) return undefined; // a legacy request without a session: the legacy rules (other tests)
+        checked++;
+        const body = JSON.parse(text) as { result?: Record<string, unknown>; error?: { code: number } };
+        const caps = c.caps !== null && typeof c.caps === 'object' && !Array.isArray(c.caps);
+        const nameOk = name === undefined || c.headerName === 'same' || c.headerName === 'base64';
+        // The documented order (modern.ts, checkModern): the first failure is the answer.
+        const expected: [number, number] | undefined =
+          typeof c.metaVersion !== 'string'
+            ? [400, -32602]
+            : c.metaVersion !== MODERN
+              ? [400, -32022]
+              : c.headerVersion !== 'same'
+                ? [400, -32020]
+                : !caps
+                  ? [400, -32602]
+                  : c.headerMethod !== 'same' || !nameOk
+                    ? [400, -32020]
+                    : c.method === 'ping' || c.method === 'no/such'
+                      ? [404, -32601]
+                      : undefined;
+        if (expected) {
+          if (res.statusCode !== expected[0] || body.error?.code !== expected[1])
+            return `expected ${expected[0]} ${expected[1]}: ${where}`;
+          return undefined;
+        }
+        if (res.statusCode !== 200) return `expected 200: ${where}`;
+        if (body.result && body.result.resultType !== 'complete') return `no resultType: ${where}`;
+        if (
+          body.error &&
+          !(c.method === 'tools/call' && c.tool === 'no_such_tool' && body.error.code === -32602)
+        )
+          return `unexpected error: ${where}`;
+        return rpcProblem(body);
+      },
+      { ...fuzzParameters(400), path: process.env.FUZZ_PATH },
+    );
+    expect(found, replayHint(FILE, PARAMS)).toEqual([]);
+    expect(checked).toBeGreaterThan(100);
+  });
 });

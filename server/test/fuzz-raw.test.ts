@@ -273,6 +273,71 @@ function handCases(): RawCase[] {
   return cases;
 }
 
+const UPGRADES = [
+  'Connection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n',
+  'Connection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA\r\n',
+  'Connection: Upgrade\r\nUpgrade: \xff\xfe garbage\r\n',
+  'Connection: keep-alive, Upgrade\r\nUpgrade: websocket\r\n',
+];
+
+/** Each target with each Upgrade header set, raw targets too, and each target as a CONNECT request. */
+function upgradeCases(): RawCase[] {
+  const cases: RawCase[] = [];
+  const targets: Buffer[] = [
+    ...TARGETS.map((t) => Buffer.from(t, 'utf8')),
+    ...RAW_TARGETS,
+    Buffer.from('/api/realtime'),
+    Buffer.from('/api/realtime?last_seq=%zz'),
+    Buffer.from('//api/realtime'),
+  ];
+  for (const t of targets) {
+    const name = t.toString('latin1').slice(0, 30);
+    UPGRADES.forEach((headers, i) =>
+      cases.push({
+        name: `upgrade ${i} ${name}`,
+        steps: [
+          Buffer.concat([
+            Buffer.from('GET '),
+            t,
+            Buffer.from(` HTTP/1.1\r\nHost: x\r\n${headers}\r\n`, 'latin1'),
+          ]),
+        ],
+        // The live stream's path with a valid handshake answers 101, then waits for an auth message.
+        allowOk: true,
+      }),
+    );
+    cases.push({
+      name: `CONNECT ${name}`,
+      steps: [Buffer.concat([Buffer.from('CONNECT '), t, Buffer.from(' HTTP/1.1\r\nHost: x\r\n\r\n')])],
+    });
+  }
+  // The header, body and pipelining cases too, each with an Upgrade header set after its request line.
+  for (const c of handCases()) {
+    if (c.name.startsWith('target') || c.name.startsWith('raw target') || c.expect) continue;
+    const [first, ...rest] = c.steps;
+    if (typeof first !== 'string' && !Buffer.isBuffer(first)) continue;
+    const text = Buffer.isBuffer(first) ? first.toString('latin1') : first;
+    const eol = text.indexOf('\r\n');
+    if (eol < 0) continue;
+    const withUpgrade = `${text.slice(0, eol + 2)}Connection: Upgrade\r\nUpgrade: h2c\r\n${text.slice(eol + 2)}`;
+    cases.push({
+      ...c,
+      name: `upgrade + ${c.name}`,
+      steps: [Buffer.from(withUpgrade, 'latin1'), ...rest],
+      allowOk: true,
+    });
+    // … and as CONNECT (the method of its request line replaced): never served, never a crash.
+    const space = text.indexOf(' ');
+    if (space > 0 && space < eol)
+      cases.push({
+        ...c,
+        name: `CONNECT + ${c.name}`,
+        steps: [Buffer.from(`CONNECT${text.slice(space)}`, 'latin1'), ...rest],
+      });
+  }
+  return cases;
+}
+
 /** Generated request lines: methods, targets and versions recombined, with random bytes sprinkled in. */
 const generatedRequest = fc
   .tuple(
@@ -316,6 +381,8 @@ const generatedRequest = fc
           'Transfer-Encoding: chunked',
           'Content-Length: -5',
           'X: \x00',
+          'Connection: Upgrade\r\nUpgrade: h2c',
+          'Connection: Upgrade\r\nUpgrade: websocket',
         ),
         fc.tuple(fc.string({ maxLength: 12 }), fc.string({ maxLength: 30 })).map(([k, v]) => `${k}: ${v}`),
       ),
@@ -394,6 +461,14 @@ describe('fuzz: raw HTTP over a socket, against the server as a child process', 
     const list = handCases().filter((c) => c.name.startsWith('target') || c.name.startsWith('raw target'));
     expect(await runCases(list)).toEqual([]);
   }, 60_000);
+
+  it('every request target also with Upgrade (websocket, h2c, garbage) and as CONNECT: answered, never a crash', async () => {
+    // An upgrade request skips the request listener: Node hands it to the 'upgrade' listener (the live
+    // stream's), a CONNECT to the 'connect' listener. `GET // …` with `Upgrade: h2c` used to end the process.
+    const list = upgradeCases();
+    expect(list.length).toBeGreaterThan(3 * TARGETS.length);
+    expect(await runCases(list)).toEqual([]);
+  }, 120_000);
 
   it('bad methods, versions, headers, Content-Length / Transfer-Encoding, bodies, pipelining, early close', async () => {
     const list = handCases().filter((c) => !c.name.startsWith('target') && !c.name.startsWith('raw target'));

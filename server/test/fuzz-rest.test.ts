@@ -51,6 +51,11 @@ interface Operation {
   secured: boolean;
   callers: string[] | undefined;
   botScope: string | undefined;
+  /**
+   * Errors it documents as text (a Slack-compatible incoming webhook answers Slack's `no_text`, …):
+   * then an error may be text/plain with a snake_case code as its body.
+   */
+  textErrors: boolean;
 }
 
 interface Case {
@@ -86,6 +91,9 @@ function operationsOf(doc: any): Operation[] {
         secured: (op.security ?? doc.security ?? []).length > 0,
         callers: op['x-callers'],
         botScope: op['x-bot-scope'],
+        textErrors: Object.entries<any>(op.responses ?? {}).some(
+          ([status, r]) => status.startsWith('4') && r?.content?.['text/plain'] !== undefined,
+        ),
       });
     }
   }
@@ -307,7 +315,9 @@ describe('fuzz: REST (driven by the OpenAPI document)', () => {
       body = undefined;
     }
     const ok = status >= 200 && status < 300;
-    if (status >= 400) {
+    if (status >= 400 && c.op.textErrors && type?.includes('text/plain')) {
+      if (!/^[a-z_]{1,40}$/.test(text)) return `error ${status} is not a text code: ${text.slice(0, 80)}`;
+    } else if (status >= 400) {
       if (!type?.includes('application/json')) return `error ${status} is not JSON (${type})`;
       const p = errorShapeProblem(body, errorCodes);
       if (p) return `error ${status}: ${p}`;

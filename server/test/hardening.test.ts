@@ -1,9 +1,10 @@
 import { statSync, readdirSync } from 'node:fs';
-import { connect } from 'node:net';
+import { connect, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Api, expectStatus } from './helpers/client.js';
 import { rawMcp, rawSession } from './helpers/mcp.js';
+import { FrozenClock } from './helpers/frozen-clock.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
 import { World, type BotHandle } from './helpers/world.js';
 
@@ -90,19 +91,28 @@ describe('hostile input', () => {
 
   it('a client that resets its connection mid-body ends nothing but its request', async () => {
     const { hostname, port } = new URL(s.url);
-    await new Promise<void>((resolve) => {
-      const socket = connect(Number(port), hostname, () => {
-        socket.write(
-          `POST /api/channels/${channel}/messages HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${w.admin.token}\r\n` +
-            'Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"content":"par',
-        );
-        setTimeout(() => {
-          socket.resetAndDestroy();
-          resolve();
-        }, 100);
-      });
-    });
-    await new Promise((r) => setTimeout(r, 100));
+    // The server's end of the test's connection: the accepted socket whose peer port is the client's.
+    const accepted: Socket[] = [];
+    const onConnection = (sock: Socket) => accepted.push(sock);
+    s.app.server.on('connection', onConnection);
+    try {
+      const head =
+        `POST /api/channels/${channel}/messages HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${w.admin.token}\r\n` +
+        'Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"content":"par';
+      const socket = connect(Number(port), hostname);
+      await new Promise<void>((resolve) => socket.once('connect', resolve));
+      socket.write(head);
+      // Mid-body: the server has read the head and the start of the body.
+      let server: Socket | undefined;
+      await expect
+        .poll(() => (server = accepted.find((x) => x.remotePort === socket.localPort))?.bytesRead ?? 0)
+        .toBe(Buffer.byteLength(head));
+      socket.resetAndDestroy();
+      // The server has taken the reset: its end of the connection is gone.
+      await expect.poll(() => server!.destroyed).toBe(true);
+    } finally {
+      s.app.server.off('connection', onConnection);
+    }
     expect((await fetch(`${s.url}/api/health`)).status).toBe(200);
   });
 
@@ -242,13 +252,18 @@ describe('long-lived streams', () => {
 describe('rate limits cover every call of an MCP batch', () => {
   let s: TestServer;
   let w: World;
+  // The buckets refill only when a test moves this clock, however slow the machine.
+  const clock = new FrozenClock();
 
   beforeAll(async () => {
-    s = await startTestServer({
-      WORKROOM_RATE_LIMIT_BOT_PER_SECOND: '0.01',
-      WORKROOM_RATE_LIMIT_BOT_BURST: '5',
-      WORKROOM_MCP_SESSIONS: 'false',
-    });
+    s = await startTestServer(
+      {
+        WORKROOM_RATE_LIMIT_BOT_PER_SECOND: '0.01',
+        WORKROOM_RATE_LIMIT_BOT_BURST: '5',
+        WORKROOM_MCP_SESSIONS: 'false',
+      },
+      { clock },
+    );
     w = await World.create(s.url);
   });
   afterAll(() => s?.close());
@@ -277,6 +292,13 @@ describe('rate limits cover every call of an MCP batch', () => {
     });
     expect(next.status).toBe(429);
     expect(Number(next.headers.get('retry-after'))).toBeGreaterThan(0);
+    // Once the clock has moved on by Retry-After, one more call is let through.
+    clock.advance(Number(next.headers.get('retry-after')) * 1000);
+    const again = await rawMcp(s.url, {
+      key: bot.key,
+      body: call(2, 'send_message', { channel_id: channel, content: 'y' }),
+    });
+    expect(again.status).toBe(200);
   });
 
   it('a search costs more of the bucket than a light call (REST)', async () => {
@@ -344,9 +366,12 @@ describe('MCP sessions are bounded per key and per organization', () => {
 describe('sign-in throttling', () => {
   let s: TestServer;
   let w: World;
+  // The throttle refills only when a test moves this clock: the answers do not depend on how fast the
+  // machine signs in (32 sign-ins once took 29.7 s on a loaded machine, and the address bucket refilled).
+  const clock = new FrozenClock();
 
   beforeAll(async () => {
-    s = await startTestServer();
+    s = await startTestServer({}, { clock });
     w = await World.create(s.url);
   });
   afterAll(() => s?.close());
@@ -391,6 +416,10 @@ describe('sign-in throttling', () => {
     expect(Number(refused.headers['retry-after'])).toBeGreaterThan(0);
     // From another address, the account is not locked.
     expect((await loginFrom('127.0.0.3', victim.email, 'user-password-1')).status).toBe(200);
+    // Nothing refills while the clock stands; after Retry-After, this client has one more try.
+    expect((await loginFrom('127.0.0.2', victim.email, 'user-password-1')).status).toBe(429);
+    clock.advance(Number(refused.headers['retry-after']) * 1000);
+    expect((await loginFrom('127.0.0.2', victim.email, 'user-password-1')).status).toBe(200);
   });
 
   it('one address trying many accounts is throttled too', async () => {
@@ -399,6 +428,7 @@ describe('sign-in throttling', () => {
       statuses.push((await loginFrom('127.0.0.4', `nobody${i}@test.local`, 'x')).status);
     expect(statuses.slice(0, 30).every((st) => st === 401)).toBe(true);
     expect(statuses[31]).toBe(429);
+    expect(statuses[30]).toBe(429); // exactly the 30 of the burst: nothing refilled meanwhile
     expect((await new Api(s.url).get('/api/health')).status).toBe(200);
   });
 });
@@ -442,7 +472,8 @@ describe('slow clients', () => {
       let out = '';
       const drip = setInterval(() => socket.write('a'), 100);
       socket.write(
-        'POST /api/auth/login HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n',
+        // Within the sign-in body limit (8 KiB): a larger declared length is refused at once with 413.
+        'POST /api/auth/login HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n',
       );
       socket.on('data', (d) => (out += d.toString()));
       socket.on('close', () => {

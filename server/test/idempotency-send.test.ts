@@ -3,7 +3,7 @@ import { authenticateBotKey } from '../src/operations/auth/authenticate.js';
 import { withIdempotency } from '../src/operations/idempotency.js';
 import { sendMessage } from '../src/operations/messages/messages.js';
 import { runOperation } from '../src/operations/operation.js';
-import { write } from '../src/operations/write.js';
+import { outsideRequest, write } from '../src/operations/write.js';
 import { expectStatus } from './helpers/client.js';
 import { rawMcp, rawSession } from './helpers/mcp.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
@@ -149,7 +149,9 @@ describe('idempotent send_message', () => {
       if (!events.some((e) => e.type === 'message.created')) return;
       // As a delivery worker would: its own write, started from the bus.
       consumerWrites.push(
-        new Promise((r) => setImmediate(r)).then(() => write(services, async () => 'consumer')),
+        new Promise((r) => setImmediate(r)).then(() =>
+          write(outsideRequest(services), async () => 'consumer'),
+        ),
       );
     });
     try {

@@ -38,7 +38,7 @@ describe('MCP protocol (raw HTTP)', () => {
       });
       expect(r.status).toBe(200);
       expect(r.headers.get('content-type')).toMatch(/^application\/json/);
-      expect(r.headers.get('mcp-session-id')).toMatch(/^[0-9a-f-]{36}$/);
+      expect(r.headers.get('mcp-session-id')).toMatch(/^wrms1\.[!-~]+$/);
       expect(r.body).toMatchObject({
         jsonrpc: '2.0',
         id: 'init-1',
@@ -51,9 +51,14 @@ describe('MCP protocol (raw HTTP)', () => {
       expect(typeof r.body.result.instructions).toBe('string');
     });
 
-    it.each(['2025-06-18', '2025-11-25', '2099-01-01'])(
-      'a client asking %s gets 2025-03-26, not an error',
-      async (v) => {
+    it.each([
+      ['2025-06-18', '2025-06-18'],
+      ['2025-11-25', '2025-11-25'],
+      ['2099-01-01', '2025-11-25'],
+      ['2026-07-28', '2025-11-25'],
+    ])(
+      'a client asking %s gets %s (a version we speak is echoed, any other gets our latest), not an error',
+      async (v, answered) => {
         const r = await rawMcp(srv.url, {
           key: bot.key,
           headers: { 'mcp-protocol-version': v },
@@ -65,7 +70,7 @@ describe('MCP protocol (raw HTTP)', () => {
           },
         });
         expect(r.status).toBe(200);
-        expect(r.body.result.protocolVersion).toBe('2025-03-26');
+        expect(r.body.result.protocolVersion).toBe(answered);
       },
     );
 
@@ -470,7 +475,7 @@ describe('MCP with sessions off', () => {
     });
     expect(init.status).toBe(200);
     expect(init.headers.get('mcp-session-id')).toBeNull();
-    expect(init.body.result.protocolVersion).toBe('2025-03-26');
+    expect(init.body.result.protocolVersion).toBe('2025-11-25');
     const list = await rawMcp(srv.url, {
       key: bot.key,
       body: { jsonrpc: '2.0', id: 2, method: 'tools/list' },

@@ -2,6 +2,7 @@ import { McpError, ResourceListChangedNotificationSchema } from '@modelcontextpr
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectStatus } from './helpers/client.js';
 import { sdkClient, textOf, withSdkClient } from './helpers/mcp.js';
+import { listChangedCounter, withStreamingSdkClient } from './helpers/sdk-stream.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
 import { uniq, World, type BotHandle } from './helpers/world.js';
 
@@ -45,13 +46,13 @@ describe('MCP with the official SDK client', () => {
   });
   afterAll(() => srv.close());
 
-  it('initializes (negotiating 2025-03-26), pings, lists nine tools with input schemas', async () => {
+  it('initializes (the SDK 1.32 asks 2025-11-25 and gets it), pings, lists nine tools with input schemas', async () => {
     await withSdkClient(srv.url, bot.key, async (client, transport) => {
       expect(client.getServerVersion()).toMatchObject({ name: 'workroom' });
       expect(client.getServerCapabilities()).toMatchObject({ tools: {}, resources: {} });
       expect(client.getInstructions()).toContain('list_channels');
-      expect(transport.sessionId).toMatch(/^[0-9a-f-]{36}$/);
-      expect(transport.protocolVersion).toBe('2025-03-26');
+      expect(transport.sessionId).toMatch(/^wrms1\.[!-~]+$/);
+      expect(transport.protocolVersion).toBe('2025-11-25');
       expect(await client.ping()).toEqual({});
       const { tools } = await client.listTools();
       expect(tools.map((t) => t.name).sort()).toEqual(NINE);
@@ -174,12 +175,11 @@ describe('MCP with the official SDK client', () => {
   });
 
   it('receives resources/list_changed on its GET stream when the bot joins a channel', async () => {
-    await withSdkClient(srv.url, bot.key, async (client) => {
+    // The SDK opens its GET stream after notifications/initialized: this resolves once it is open.
+    await withStreamingSdkClient(srv.url, bot.key, async (client) => {
       const changed = new Promise<void>((resolve) =>
         client.setNotificationHandler(ResourceListChangedNotificationSchema, () => resolve()),
       );
-      // The SDK opens its GET stream after notifications/initialized; give it a moment to connect.
-      await new Promise((r) => setTimeout(r, 200));
       const other = await w.channel(w.admin.api);
       expectStatus(await w.admin.api.post(`/api/channels/${other}/members`, { bot_id: bot.id }), 201);
       await changed;
@@ -189,55 +189,48 @@ describe('MCP with the official SDK client', () => {
   });
 
   it('receives resources/list_changed when a new DM room of the bot appears, and lists it', async () => {
-    await withSdkClient(srv.url, bot.key, async (client) => {
-      let changes = 0;
-      const changed = new Promise<void>((resolve) =>
-        client.setNotificationHandler(ResourceListChangedNotificationSchema, () => {
-          changes++;
-          resolve();
-        }),
-      );
-      await new Promise((r) => setTimeout(r, 200)); // the SDK's GET stream connects
+    await withStreamingSdkClient(srv.url, bot.key, async (client) => {
+      const changes = listChangedCounter(srv, client, bot.id);
       const someone = await w.user();
       const dm = expectStatus(
         await bot.api.post(`/api/bots/${bot.id}/dm-messages`, { user_id: someone.id, content: 'hello' }),
         201,
       );
-      await changed;
+      expect(await changes.settled((e) => JSON.stringify(e.data).includes(dm.id))).toBe(1);
       const { resources } = await client.listResources();
       expect(resources.map((r) => r.uri)).toContain(`workroom://dm-rooms/${dm.dm_room_id}`);
-      // A second message in the same room is not a new resource.
-      expectStatus(
+      // A second message in the same room is not a new resource: once its events are out (the end of
+      // the check), the client has every notification the server sent, still one.
+      const again = expectStatus(
         await bot.api.post(`/api/bots/${bot.id}/dm-messages`, { user_id: someone.id, content: 'again' }),
         201,
       );
-      await new Promise((r) => setTimeout(r, 200));
-      expect(changes).toBe(1);
+      expect(await changes.settled((e) => JSON.stringify(e.data).includes(again.id))).toBe(1);
+      changes.stop();
     });
   });
 
   it('receives resources/list_changed when the bot joins a project and when a topic appears in it', async () => {
-    await withSdkClient(srv.url, bot.key, async (client) => {
-      let changes = 0;
-      client.setNotificationHandler(ResourceListChangedNotificationSchema, () => {
-        changes++;
-      });
-      const until = async (n: number) => {
-        for (let i = 0; i < 100 && changes < n; i++) await new Promise((r) => setTimeout(r, 20));
-        expect(changes).toBe(n);
-      };
-      await new Promise((r) => setTimeout(r, 200)); // the SDK's GET stream connects
+    await withStreamingSdkClient(srv.url, bot.key, async (client) => {
+      const changes = listChangedCounter(srv, client, bot.id);
       const admin = w.admin.api;
       const project = expectStatus(await admin.post('/api/projects', { name: uniq('proj') }), 201);
-      await new Promise((r) => setTimeout(r, 100));
-      expect(changes).toBe(0); // not the bot's project
+      // Not the bot's project: the bot's joining it (the sentinel) is its first notification.
       expectStatus(await admin.post(`/api/projects/${project.id}/members`, { bot_id: bot.id }), 201);
-      await until(1);
+      expect(
+        await changes.settled(
+          (e) => e.type === 'member.joined' && JSON.stringify(e.data).includes(project.id),
+        ),
+      ).toBe(1);
       const topic = expectStatus(
         await admin.post(`/api/projects/${project.id}/topics`, { name: uniq('topic') }),
         201,
       );
-      await until(2);
+      // Topics have no event of their own: the bot's resources.changed is the one.
+      const forBot = (e: { type: string; data: Record<string, unknown> }) =>
+        e.type === 'resources.changed' && (e.data.bot_ids as string[]).includes(bot.id);
+      expect(await changes.settled(forBot)).toBe(2);
+      changes.stop();
       const { resources } = await client.listResources();
       expect(resources.map((r) => r.uri)).toContain(`workroom://topics/${topic.id}`);
     });

@@ -9,7 +9,7 @@ import {
   OutboundClient,
   OutboundError,
   type Resolver,
-} from '../src/delivery/outbound.js';
+} from '../src/outbound/client.js';
 import { ConfigError, loadConfig } from '../src/config/config.js';
 import { expectStatus } from './helpers/client.js';
 import { startTestServer, type TestServer } from './helpers/server.js';

@@ -1,6 +1,8 @@
 import { afterAll, beforeAll, describe, expect as globalExpect, it } from 'vitest';
+import { TestClock } from '../src/runtime/clock.js';
 import type { Api } from './helpers/client.js';
 import { expectStatus } from './helpers/client.js';
+import { jobsSettled, moveClockTo } from './helpers/platform-bots.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
 import { World, type UserHandle } from './helpers/world.js';
 
@@ -11,9 +13,13 @@ import { World, type UserHandle } from './helpers/world.js';
  * result message when it closes, survey DMs and the creator's summary. On SQLite, and on PostgreSQL
  * with DATABASE_URL.
  *
- * The two tests that wait for a closing time (1 minute, the least /poll and /survey allow) run
- * concurrently, so the file takes about a minute and a half.
+ * The two tests with a closing time (2 hours) move the server's test clock (server/src/runtime/clock.ts)
+ * past it and wait for the result: no real time passes. (The poll bot's commands and clicks run on the
+ * real clock as ever; the scheduler on the real clock end to end: scheduler-process.test.ts.)
  */
+
+const clock = new TestClock();
+const TWO_HOURS = 2 * 3_600_000;
 
 const VOTERS = 100;
 
@@ -101,7 +107,7 @@ async function dmMessages(user: UserHandle, roomId: string): Promise<Msg[]> {
 }
 
 beforeAll(async () => {
-  srv = await startTestServer();
+  srv = await startTestServer({}, { clock });
   w = await World.create(srv.url);
   orgA = await w.org();
   orgB = await w.org();
@@ -203,8 +209,17 @@ describe('poll and survey bot', () => {
       );
     await expect.poll(async () => (await results()).length, { timeout: 20_000 }).toBe(1);
     expect((await results())[0]!.content).toContain('🏆 **Yes** with 1 vote (100%)');
-    // Still one a moment later (the second click and the cancelled job post nothing).
-    await new Promise((r) => setTimeout(r, 1500));
+    // Still one after a later click of the same bot's was handled (the bot handles its deliveries one
+    // at a time, in order: the second Close came before it) and every job due has finished: the second
+    // click and the cancelled job post nothing.
+    const sentinel = await poll(orgA.admin.api, teamChannel, '"Sentinel after Close" Yes No');
+    expectStatus(await click(u1.api, sentinel.id, 'vote-1'), 202);
+    await expect
+      .poll(async () => (await message(orgA.admin.api, teamChannel, sentinel.id)).content, {
+        timeout: 20_000,
+      })
+      .toContain('**1 vote**');
+    await jobsSettled(srv, clock, p.bot_id!);
     expect(await results()).toHaveLength(1);
   });
 
@@ -331,195 +346,186 @@ describe('poll and survey bot', () => {
       .toContain('**1 vote**');
   });
 
-  // The two that wait for a closing time run at once (each organization has its own poll bot instance,
-  // whose deliveries are handled one at a time: the survey runs in organization C).
-  it.concurrent(
-    `${VOTERS} concurrent votes from ${VOTERS} users (and double clicks) give exactly ${VOTERS} votes; the result is posted at the closing time`,
-    async ({ expect }) => {
-      const api = orgA.admin.api;
-      const p = await poll(
-        api,
-        bigChannel,
-        '"Which day for the offsite?" Monday Wednesday Friday --closes 1m',
-      );
-      expect(p.content).toContain('📊 **Which day for the offsite?**');
-      expect(p.content).toMatch(/closes \d{4}-\d\d-\d\d \d\d:\d\d UTC/);
-      expect(p.content).toContain('**0 votes**');
-      expect(p.actions!.map((a) => a.id)).toEqual(['vote-0', 'vote-1', 'vote-2', 'retract', 'close']);
+  // The two with a closing time run one after the other: each moves the one clock past its closing.
+  it(`${VOTERS} concurrent votes from ${VOTERS} users (and double clicks) give exactly ${VOTERS} votes; the result is posted at the closing time`, async ({
+    expect,
+  }) => {
+    const api = orgA.admin.api;
+    const p = await poll(api, bigChannel, '"Which day for the offsite?" Monday Wednesday Friday --closes 2h');
+    expect(p.content).toContain('📊 **Which day for the offsite?**');
+    expect(p.content).toMatch(/closes \d{4}-\d\d-\d\d \d\d:\d\d UTC/);
+    expect(p.content).toContain('**0 votes**');
+    expect(p.actions!.map((a) => a.id)).toEqual(['vote-0', 'vote-1', 'vote-2', 'retract', 'close']);
 
-      // Everyone at once; the first ten double-click (two requests each, concurrently).
-      const t0 = performance.now();
-      const clicks = voters.flatMap((u, i) => {
-        const one = () => click(u.api, p.id, `vote-${i % 3}`);
-        return i < 10 ? [one(), one()] : [one()];
-      });
-      const answers = await Promise.all(clicks);
-      for (const r of answers) expect(r.status, r.text).toBe(202);
-      expect(answers).toHaveLength(VOTERS + 10);
+    // Everyone at once; the first ten double-click (two requests each, concurrently).
+    const t0 = performance.now();
+    const clicks = voters.flatMap((u, i) => {
+      const one = () => click(u.api, p.id, `vote-${i % 3}`);
+      return i < 10 ? [one(), one()] : [one()];
+    });
+    const answers = await Promise.all(clicks);
+    for (const r of answers) expect(r.status, r.text).toBe(202);
+    expect(answers).toHaveLength(VOTERS + 10);
 
+    await expect
+      .poll(async () => (await message(api, bigChannel, p.id)).content, { timeout: 50_000, interval: 250 })
+      .toContain(`**${VOTERS} votes**`);
+    const settled = performance.now() - t0;
+    const live = await message(api, bigChannel, p.id);
+    expect(live.content).toContain('**1. Monday** · 34 votes · 34%');
+    expect(live.content).toContain('**2. Wednesday** · 33 votes · 33%');
+    expect(live.content).toContain('**3. Friday** · 33 votes · 33%');
+    // Names are shown (not anonymous): 15 of them, then how many more.
+    expect(live.content).toContain('and 19 more');
+    console.log(
+      `poll: ${VOTERS} voters + 10 double clicks → message shows ${VOTERS} votes after ${Math.round(settled)} ms (${srv.dialect})`,
+    );
+
+    // Closed at its time by the scheduler: the message without buttons, and one result message.
+    await moveClockTo(srv, clock, Date.parse(p.created_at) + TWO_HOURS - 10_000);
+    await jobsSettled(srv, clock, p.bot_id!);
+    expect((await message(api, bigChannel, p.id)).actions).not.toBeNull(); // not early
+    await moveClockTo(srv, clock, Date.parse(p.created_at) + TWO_HOURS + 60_000);
+    await expect
+      .poll(async () => (await message(api, bigChannel, p.id)).actions, { timeout: 20_000 })
+      .toBeNull();
+    const closed = await message(api, bigChannel, p.id);
+    expect(closed.content).toContain('— closed');
+    expect(closed.content).toContain(`🔒 Closed`);
+    expect(closed.content).toContain(`**${VOTERS} votes**`);
+    expect(closed.content).toContain('🏆 **1. Monday** · 34 votes');
+    await expect
+      .poll(
+        async () =>
+          (await messages(api, bigChannel)).filter((m) => m.content.startsWith('📊 Poll closed')).length,
+        {
+          timeout: 20_000,
+        },
+      )
+      .toBe(1);
+    const result = (await messages(api, bigChannel)).find((m) => m.content.startsWith('📊 Poll closed'))!;
+    expect(result.content).toContain('📊 Poll closed: **Which day for the offsite?**');
+    expect(result.content).toContain(`**${VOTERS} votes** in all.`);
+    expect(result.content).toContain('🏆 **Monday** with 34 votes (34%)');
+    expect(result.bot_id).toBe(p.bot_id);
+
+    // A click after closing: the message has no buttons any more.
+    const late = await click(voters[50]!.api, p.id, 'vote-1');
+    expect(late.status).toBe(400);
+    expect(late.body.error.message).toMatch(/this message has no actions/);
+  });
+
+  it('a survey asks each member by DM (buttons for choices, replies for text) and summarizes for its creator at closing', async ({
+    expect,
+  }) => {
+    const creator = orgC.admin;
+    const startedAt = clock.now();
+    const r = expectStatus(
+      await run(creator.api, '/survey "Team retro" "What went well?" "Mood? [Great|OK|Bad]" --closes 2h', {
+        channel_id: cChannel,
+      }),
+      202,
+    );
+    expect(r.reply.ephemeral).toBe(true);
+    // The creator and the three members of the channel (bots are not asked).
+    expect(r.reply.content).toMatch(
+      /Survey \*\*Team retro\*\* started: 4 members of #chan-\w+ get its 2 questions by DM/,
+    );
+    const botId = (r.bot_id as string | null) ?? '';
+    expect(botId).not.toBe('');
+
+    // Each member gets question 1 by DM.
+    const [u1, u2, u3] = cTeam as [UserHandle, UserHandle, UserHandle];
+    const rooms = new Map<string, string>();
+    for (const u of [u1, u2, u3, creator]) {
+      await expect.poll(() => dmWith(u, botId), { timeout: 45_000 }).toBeTruthy();
+      const room = (await dmWith(u, botId))!;
+      rooms.set(u.id, room);
       await expect
-        .poll(async () => (await message(api, bigChannel, p.id)).content, { timeout: 50_000, interval: 250 })
-        .toContain(`**${VOTERS} votes**`);
-      const settled = performance.now() - t0;
-      const live = await message(api, bigChannel, p.id);
-      expect(live.content).toContain('**1. Monday** · 34 votes · 34%');
-      expect(live.content).toContain('**2. Wednesday** · 33 votes · 33%');
-      expect(live.content).toContain('**3. Friday** · 33 votes · 33%');
-      // Names are shown (not anonymous): 15 of them, then how many more.
-      expect(live.content).toContain('and 19 more');
-      console.log(
-        `poll: ${VOTERS} voters + 10 double clicks → message shows ${VOTERS} votes after ${Math.round(settled)} ms (${srv.dialect})`,
-      );
+        .poll(async () => (await dmMessages(u, room)).map((m) => m.content).join('\n'), { timeout: 45_000 })
+        .toContain('**Question 1 of 2:** What went well?');
+    }
+    const first = (await dmMessages(u1, rooms.get(u1.id)!))[0]!;
+    expect(first.content).toContain('📝 **Team retro** — a survey from');
+    expect(first.actions).toBeNull();
 
-      // Closed at its time by the scheduler: the message without buttons, and one result message.
+    // u1: a text answer, then a choice — clicked twice (counts once).
+    expectStatus(
+      await u1.api.post(`/api/dm-rooms/${rooms.get(u1.id)}/messages`, { content: 'Shipping on time' }),
+      201,
+    );
+    const q2 = async (u: UserHandle) => {
       await expect
-        .poll(async () => (await message(api, bigChannel, p.id)).actions, {
-          timeout: 100_000,
-          interval: 1000,
-        })
-        .toBeNull();
-      const closed = await message(api, bigChannel, p.id);
-      expect(closed.content).toContain('— closed');
-      expect(closed.content).toContain(`🔒 Closed`);
-      expect(closed.content).toContain(`**${VOTERS} votes**`);
-      expect(closed.content).toContain('🏆 **1. Monday** · 34 votes');
-      await expect
-        .poll(
-          async () =>
-            (await messages(api, bigChannel)).filter((m) => m.content.startsWith('📊 Poll closed')).length,
-          {
-            timeout: 20_000,
-          },
-        )
-        .toBe(1);
-      const result = (await messages(api, bigChannel)).find((m) => m.content.startsWith('📊 Poll closed'))!;
-      expect(result.content).toContain('📊 Poll closed: **Which day for the offsite?**');
-      expect(result.content).toContain(`**${VOTERS} votes** in all.`);
-      expect(result.content).toContain('🏆 **Monday** with 34 votes (34%)');
-      expect(result.bot_id).toBe(p.bot_id);
-
-      // A click after closing: the message has no buttons any more.
-      const late = await click(voters[50]!.api, p.id, 'vote-1');
-      expect(late.status).toBe(400);
-      expect(late.body.error.message).toMatch(/this message has no actions/);
-    },
-    200_000,
-  );
-
-  it.concurrent(
-    'a survey asks each member by DM (buttons for choices, replies for text) and summarizes for its creator at closing',
-    async ({ expect }) => {
-      const creator = orgC.admin;
-      const r = expectStatus(
-        await run(creator.api, '/survey "Team retro" "What went well?" "Mood? [Great|OK|Bad]" --closes 1m', {
-          channel_id: cChannel,
-        }),
-        202,
-      );
-      expect(r.reply.ephemeral).toBe(true);
-      // The creator and the three members of the channel (bots are not asked).
-      expect(r.reply.content).toMatch(
-        /Survey \*\*Team retro\*\* started: 4 members of #chan-\w+ get its 2 questions by DM/,
-      );
-      const botId = (r.bot_id as string | null) ?? '';
-      expect(botId).not.toBe('');
-
-      // Each member gets question 1 by DM.
-      const [u1, u2, u3] = cTeam as [UserHandle, UserHandle, UserHandle];
-      const rooms = new Map<string, string>();
-      for (const u of [u1, u2, u3, creator]) {
-        await expect.poll(() => dmWith(u, botId), { timeout: 45_000 }).toBeTruthy();
-        const room = (await dmWith(u, botId))!;
-        rooms.set(u.id, room);
-        await expect
-          .poll(async () => (await dmMessages(u, room)).map((m) => m.content).join('\n'), { timeout: 45_000 })
-          .toContain('**Question 1 of 2:** What went well?');
-      }
-      const first = (await dmMessages(u1, rooms.get(u1.id)!))[0]!;
-      expect(first.content).toContain('📝 **Team retro** — a survey from');
-      expect(first.actions).toBeNull();
-
-      // u1: a text answer, then a choice — clicked twice (counts once).
-      expectStatus(
-        await u1.api.post(`/api/dm-rooms/${rooms.get(u1.id)}/messages`, { content: 'Shipping on time' }),
-        201,
-      );
-      const q2 = async (u: UserHandle) => {
-        await expect
-          .poll(async () => (await dmMessages(u, rooms.get(u.id)!)).find((m) => m.actions !== null)?.id, {
-            timeout: 45_000,
-          })
-          .toBeTruthy();
-        return (await dmMessages(u, rooms.get(u.id)!)).find((m) => m.actions !== null)!;
-      };
-      const m1 = await q2(u1);
-      expect(m1.content).toContain('**Question 2 of 2:** Mood?');
-      expect(m1.actions!.map((a) => a.label)).toEqual(['Great', 'OK', 'Bad']);
-      const double = await Promise.all([click(u1.api, m1.id, 'answer-0'), click(u1.api, m1.id, 'answer-0')]);
-      for (const x of double) expect(x.status).toBe(202);
-      await expect
-        .poll(async () => (await dmMessages(u1, rooms.get(u1.id)!)).map((m) => m.content).join('\n'), {
+        .poll(async () => (await dmMessages(u, rooms.get(u.id)!)).find((m) => m.actions !== null)?.id, {
           timeout: 45_000,
         })
-        .toContain('🙏 Thank you');
-      const answered = (await dmMessages(u1, rooms.get(u1.id)!)).find((m) => m.id === m1.id)!;
-      expect(answered.actions).toBeNull();
-      expect(answered.content).toContain('✅ Your answer: **Great**');
-
-      // u2: skips the text question, answers the choice by typing it.
-      expectStatus(await u2.api.post(`/api/dm-rooms/${rooms.get(u2.id)}/messages`, { content: 'skip' }), 201);
-      await q2(u2);
-      expectStatus(await u2.api.post(`/api/dm-rooms/${rooms.get(u2.id)}/messages`, { content: 'ok' }), 201);
-      await expect
-        .poll(async () => (await dmMessages(u2, rooms.get(u2.id)!)).map((m) => m.content).join('\n'), {
-          timeout: 45_000,
-        })
-        .toContain('🙏 Thank you');
-      // u3: answers the first question only; the creator answers nothing.
-      expectStatus(
-        await u3.api.post(`/api/dm-rooms/${rooms.get(u3.id)}/messages`, { content: 'Pairing' }),
-        201,
-      );
-      const pending = await q2(u3);
-
-      // At the closing time the creator gets the summary by DM.
-      await expect
-        .poll(
-          async () =>
-            (await dmMessages(creator, rooms.get(creator.id)!)).find((m) =>
-              m.content.startsWith('📝 **Survey results'),
-            )?.content,
-          { timeout: 100_000, interval: 1000 },
-        )
         .toBeTruthy();
-      const summary = (await dmMessages(creator, rooms.get(creator.id)!)).find((m) =>
-        m.content.startsWith('📝 **Survey results'),
-      )!.content;
-      const name = (u: UserHandle) => u.email.split('@')[0]!; // the display name World gives a user
-      expect(summary).toContain('📝 **Survey results: Team retro**');
-      expect(summary).toMatch(/2 of 4 members of \\#chan-\w+ answered every question, 1 in part/);
-      expect(summary).toContain(`- ${name(u1)}: Shipping on time`);
-      expect(summary).toContain(`- ${name(u3)}: Pairing`);
-      expect(summary).toContain(`- Great · 1 · 50%`);
-      expect(summary).toContain(`- OK · 1 · 50%`);
-      expect(summary).toContain(`- Bad · 0 · 0%`);
-      expect(summary).toContain('Not answered: ');
-      expect(summary.split('Not answered: ')[1]).not.toContain(name(u1));
-      // u3's unanswered question lost its buttons and says why (right after the summary is sent).
-      await expect
-        .poll(
-          async () => (await dmMessages(u3, rooms.get(u3.id)!)).find((m) => m.id === pending.id)!.content,
-          {
-            timeout: 30_000,
-          },
-        )
-        .toContain('The survey closed before this question was answered');
-      const after = (await dmMessages(u3, rooms.get(u3.id)!)).find((m) => m.id === pending.id)!;
-      expect(after.actions).toBeNull();
-      // Nobody of another organization was asked.
-      expect(await dmWith(bUser, botId)).toBeUndefined();
-      expect(await dmWith(team[0]!, botId)).toBeUndefined();
-    },
-    200_000,
-  );
+      return (await dmMessages(u, rooms.get(u.id)!)).find((m) => m.actions !== null)!;
+    };
+    const m1 = await q2(u1);
+    expect(m1.content).toContain('**Question 2 of 2:** Mood?');
+    expect(m1.actions!.map((a) => a.label)).toEqual(['Great', 'OK', 'Bad']);
+    const double = await Promise.all([click(u1.api, m1.id, 'answer-0'), click(u1.api, m1.id, 'answer-0')]);
+    for (const x of double) expect(x.status).toBe(202);
+    await expect
+      .poll(async () => (await dmMessages(u1, rooms.get(u1.id)!)).map((m) => m.content).join('\n'), {
+        timeout: 45_000,
+      })
+      .toContain('🙏 Thank you');
+    const answered = (await dmMessages(u1, rooms.get(u1.id)!)).find((m) => m.id === m1.id)!;
+    expect(answered.actions).toBeNull();
+    expect(answered.content).toContain('✅ Your answer: **Great**');
+
+    // u2: skips the text question, answers the choice by typing it.
+    expectStatus(await u2.api.post(`/api/dm-rooms/${rooms.get(u2.id)}/messages`, { content: 'skip' }), 201);
+    await q2(u2);
+    expectStatus(await u2.api.post(`/api/dm-rooms/${rooms.get(u2.id)}/messages`, { content: 'ok' }), 201);
+    await expect
+      .poll(async () => (await dmMessages(u2, rooms.get(u2.id)!)).map((m) => m.content).join('\n'), {
+        timeout: 45_000,
+      })
+      .toContain('🙏 Thank you');
+    // u3: answers the first question only; the creator answers nothing.
+    expectStatus(
+      await u3.api.post(`/api/dm-rooms/${rooms.get(u3.id)}/messages`, { content: 'Pairing' }),
+      201,
+    );
+    const pending = await q2(u3);
+
+    // At the closing time the creator gets the summary by DM.
+    await moveClockTo(srv, clock, startedAt + TWO_HOURS + 60_000);
+    await expect
+      .poll(
+        async () =>
+          (await dmMessages(creator, rooms.get(creator.id)!)).find((m) =>
+            m.content.startsWith('📝 **Survey results'),
+          )?.content,
+        { timeout: 20_000 },
+      )
+      .toBeTruthy();
+    const summary = (await dmMessages(creator, rooms.get(creator.id)!)).find((m) =>
+      m.content.startsWith('📝 **Survey results'),
+    )!.content;
+    const name = (u: UserHandle) => u.email.split('@')[0]!; // the display name World gives a user
+    expect(summary).toContain('📝 **Survey results: Team retro**');
+    expect(summary).toMatch(/2 of 4 members of \\#chan-\w+ answered every question, 1 in part/);
+    expect(summary).toContain(`- ${name(u1)}: Shipping on time`);
+    expect(summary).toContain(`- ${name(u3)}: Pairing`);
+    expect(summary).toContain(`- Great · 1 · 50%`);
+    expect(summary).toContain(`- OK · 1 · 50%`);
+    expect(summary).toContain(`- Bad · 0 · 0%`);
+    expect(summary).toContain('Not answered: ');
+    expect(summary.split('Not answered: ')[1]).not.toContain(name(u1));
+    // u3's unanswered question lost its buttons and says why (right after the summary is sent).
+    await expect
+      .poll(async () => (await dmMessages(u3, rooms.get(u3.id)!)).find((m) => m.id === pending.id)!.content, {
+        timeout: 30_000,
+      })
+      .toContain('The survey closed before this question was answered');
+    const after = (await dmMessages(u3, rooms.get(u3.id)!)).find((m) => m.id === pending.id)!;
+    expect(after.actions).toBeNull();
+    // Nobody of another organization was asked.
+    expect(await dmWith(bUser, botId)).toBeUndefined();
+    expect(await dmWith(team[0]!, botId)).toBeUndefined();
+  });
 });

@@ -11,8 +11,10 @@ import { startTestServer, type TestServer } from './helpers/server.js';
 import { World, type UserHandle } from './helpers/world.js';
 
 /**
- * Heartbeats, the auth deadline and shutdown. The timers are 30 s and 10 s in production; here a second
- * hub with short timers runs on the test server's real services and database, on its own port.
+ * Heartbeats, the auth deadline and shutdown. In production the heartbeat is every 30 s and a client
+ * has 5 s to authenticate (WORKROOM_REALTIME_AUTH_TIMEOUT; DEFAULT_LIMITS in realtime/protocol.ts);
+ * here a second hub with short timers runs on the test server's real services and database, on its
+ * own port.
  */
 describe('realtime: heartbeats, auth deadline, shutdown', () => {
   let srv: TestServer;

@@ -63,6 +63,14 @@ describe('roles and bot management rules', () => {
       201,
     );
     expect((await dept.api.patch(`/api/users/${outsider.id}`, { display_name: 'Nope' })).status).toBe(403);
+    // nor move its own user into another department (existing or new): that user would leave its reach
+    for (const department of ['Finance', `New ${Date.now()}`]) {
+      const moved = await dept.api.patch(`/api/users/${created.id}`, { department });
+      expect(moved.status, department).toBe(403);
+    }
+    const depts = expectStatus(await org.admin.api.get('/api/departments'), 200).items as { name: string }[];
+    expect(depts.map((d) => d.name).sort()).toEqual(['Finance', 'Ops']);
+    expect(expectStatus(await org.admin.api.get(`/api/users/${created.id}`), 200).department).toBe('Ops');
   });
 
   it('a member creates nobody and changes only itself (not its role)', async () => {

@@ -1,10 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../src/config/config.js';
+import { TestClock } from '../src/runtime/clock.js';
 import { BotJobHandler } from '../src/scheduler/bot-jobs.js';
 import type { ScheduledJob } from '../src/scheduler/job.js';
 import { Scheduler } from '../src/scheduler/scheduler.js';
 import { Api, expectStatus, type RecordedExchange } from './helpers/client.js';
 import { checkAgainstOpenApi } from './helpers/openapi.js';
+import { moveClockTo } from './helpers/platform-bots.js';
 import { Receiver } from './helpers/receiver.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
 import { uniq, World, type BotHandle, type UserHandle } from './helpers/world.js';
@@ -16,9 +18,13 @@ import { uniq, World, type BotHandle, type UserHandle } from './helpers/world.js
  *
  * Jobs of kinds `test.*` are run by the test's handler (recorded; `test.flaky` throws for its first
  * `payload.fail` attempts); every other kind goes to the server's own handler (job.due).
+ *
+ * Time is the server's test clock (server/src/runtime/clock.ts): jobs due in a second come in real
+ * time (the test clock's timers fire in real time too), retries after 5 and 10 minutes come when the
+ * test moves the clock. "Nothing more runs" checks end on a sentinel job (`sentinel()`), never on a
+ * quiet period. (The scheduler on the system clock, across real processes: scheduler-process.test.ts.)
  */
-const RETRY = [300, 600];
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const RETRY = [5 * 60_000, 10 * 60_000];
 
 describe('bot jobs and bot data (REST)', () => {
   let srv: TestServer;
@@ -30,6 +36,7 @@ describe('bot jobs and bot data (REST)', () => {
   let foreign: BotHandle;
   const runs: (ScheduledJob & { at: number })[] = [];
   const runsOf = (id: string) => runs.filter((r) => r.id === id);
+  const clock = new TestClock();
 
   beforeAll(async () => {
     rx = await Receiver.start();
@@ -41,12 +48,13 @@ describe('bot jobs and bot data (REST)', () => {
         WORKROOM_SCHEDULER_LEASE: '3s',
       },
       {
+        clock,
         jobHandler: (services) => {
           const real = new BotJobHandler(services);
           return {
             async run(job, signal) {
               if (!job.kind.startsWith('test.')) return real.run(job, signal);
-              runs.push({ ...job, at: Date.now() });
+              runs.push({ ...job, at: clock.now() });
               if (job.kind === 'test.flaky' && job.attempts <= Number(job.payload.fail)) {
                 throw new Error(`flaky attempt ${job.attempts}`);
               }
@@ -80,11 +88,54 @@ describe('bot jobs and bot data (REST)', () => {
   const jobs = (botId: string) => `/api/bots/${botId}/jobs`;
   const data = (botId: string, key?: string) =>
     key === undefined ? `/api/bots/${botId}/data` : `/api/bots/${botId}/data/${encodeURIComponent(key)}`;
-  const inMs = (ms: number) => new Date(Date.now() + ms).toISOString();
+  const inMs = (ms: number) => new Date(clock.now() + ms).toISOString();
   const job = async (api: Api, botId: string, id: string) =>
     (expectStatus(await api.get(jobs(botId), { query: { limit: 100 } }), 200).items as any[]).find(
       (j) => j.id === id,
     );
+  /** Waits until none of these schedulers runs a job. */
+  const idle = async (schedulers: Scheduler[] = [srv.app.scheduler]) =>
+    expect
+      .poll(() => schedulers.reduce((n, s) => n + s.running().length, 0), { timeout: 10_000, interval: 20 })
+      .toBe(0);
+  /**
+   * A recorded job due now, waited for until it ran and the scheduler runs nothing more: every job due
+   * before it that was going to be claimed has been claimed and run (claims take the earliest first).
+   */
+  const sentinel = async (schedulers?: Scheduler[]) => {
+    const s = expectStatus(await bot.api.post(jobs(bot.id), { kind: 'test.sentinel', run_at: inMs(0) }), 201);
+    await expect.poll(() => runsOf(s.id).length, { timeout: 10_000 }).toBe(1);
+    await idle(schedulers);
+  };
+
+  /**
+   * Takes a failing job through its first `n` retries: after each failed attempt, checks that the
+   * retry is not run a second early, then moves the clock to the retry's run_at (the failed attempt's
+   * time plus its delay, up to 10 % later) and waits for that attempt.
+   */
+  const retryThrough = async (id: string, n: number) => {
+    for (let attempt = 1; attempt <= n; attempt++) {
+      await expect
+        .poll(
+          async () => {
+            const x = await job(bot.api, bot.id, id);
+            return x?.state === 'pending' && x.attempts === attempt ? x : undefined;
+          },
+          { timeout: 8000 },
+        )
+        .toBeDefined();
+      const pending = await job(bot.api, bot.id, id);
+      const failedAt = runsOf(id)[attempt - 1]!.at;
+      const due = Date.parse(pending.run_at);
+      expect(due - failedAt).toBeGreaterThanOrEqual(RETRY[attempt - 1]!);
+      expect(due - failedAt).toBeLessThanOrEqual(RETRY[attempt - 1]! * 1.1 + 5000);
+      await moveClockTo(srv, clock, due - 1000);
+      await sentinel();
+      expect(runsOf(id)).toHaveLength(attempt); // not early
+      await moveClockTo(srv, clock, due);
+      await expect.poll(() => runsOf(id).length, { timeout: 8000 }).toBe(attempt + 1);
+    }
+  };
 
   describe('POST|GET /api/bots/{botId}/jobs, DELETE /api/bots/{botId}/jobs/{jobId}', () => {
     it('runs a job once, when it is due, with its payload', async () => {
@@ -115,7 +166,7 @@ describe('bot jobs and bot data (REST)', () => {
       expect(r.at).toBeGreaterThanOrEqual(Date.parse(runAt)); // never early
       // Woken by its timer, not the poll (200 ms here): late by a few ms on an idle machine.
       console.log(`[scheduler-api ${srv.dialect}] job started ${r.at - Date.parse(runAt)} ms after run_at`);
-      await sleep(400);
+      await sentinel();
       expect(runsOf(j.id)).toHaveLength(1);
     });
 
@@ -155,7 +206,7 @@ describe('bot jobs and bot data (REST)', () => {
       });
       expect(late.status).toBe(200);
       expect(late.body).toMatchObject({ id: first.id, state: 'done' });
-      await sleep(500);
+      await sentinel();
       expect(runs.filter((r) => r.dedupe_key === key)).toHaveLength(1);
     });
 
@@ -164,6 +215,7 @@ describe('bot jobs and bot data (REST)', () => {
         await bot.api.post(jobs(bot.id), { kind: 'test.flaky', payload: { fail: 2 }, run_at: inMs(0) }),
         201,
       );
+      await retryThrough(j.id, 2);
       await expect
         .poll(async () => (await job(bot.api, bot.id, j.id))?.state, { timeout: 8000 })
         .toBe('done');
@@ -179,11 +231,13 @@ describe('bot jobs and bot data (REST)', () => {
         await bot.api.post(jobs(bot.id), { kind: 'test.flaky', payload: { fail: 99 }, run_at: inMs(0) }),
         201,
       );
+      await retryThrough(j.id, 2);
       await expect
         .poll(async () => (await job(bot.api, bot.id, j.id))?.state, { timeout: 8000 })
         .toBe('failed');
       expect(await job(bot.api, bot.id, j.id)).toMatchObject({ attempts: 3, last_error: 'flaky attempt 3' });
-      await sleep(RETRY[1]! + 300);
+      await moveClockTo(srv, clock, clock.now() + RETRY[1]! * 2);
+      await sentinel();
       expect(runsOf(j.id)).toHaveLength(3);
     });
 
@@ -211,7 +265,8 @@ describe('bot jobs and bot data (REST)', () => {
         201,
       );
       expect((await bot.api.delete(`${jobs(bot.id)}/${s.id}`)).status).toBe(404);
-      await sleep(900);
+      await moveClockTo(srv, clock, Date.parse(j.run_at) + 1);
+      await sentinel();
       expect(runsOf(j.id)).toHaveLength(0);
     });
 
@@ -293,7 +348,7 @@ describe('bot jobs and bot data (REST)', () => {
         201,
       );
       // Stored in UTC, whatever offset it was given with.
-      const day = new Date(Date.now() + 30 * 86_400_000).toISOString().slice(0, 10);
+      const day = new Date(clock.now() + 30 * 86_400_000).toISOString().slice(0, 10);
       const local = expectStatus(
         await bot.api.post(jobs(bot.id), { ...ok, run_at: `${day}T10:00:00+02:00` }),
         201,
@@ -359,13 +414,14 @@ describe('bot jobs and bot data (REST)', () => {
     });
 
     it('three scheduler loops on one database never run one job twice', async () => {
-      const record = { run: async (j: ScheduledJob) => void runs.push({ ...j, at: Date.now() }) };
+      const record = { run: async (j: ScheduledJob) => void runs.push({ ...j, at: clock.now() }) };
       const extra = [1, 2].map(
         () =>
           new Scheduler({
             storage: srv.app.services.storage,
             log: srv.app.services.log,
             config: srv.app.services.config.scheduler,
+            clock,
             handler: record,
           }),
       );
@@ -382,7 +438,7 @@ describe('bot jobs and bot data (REST)', () => {
         }
         const mine = () => runs.filter((r) => ids.has(r.id));
         await expect.poll(() => mine().length, { timeout: 15_000 }).toBeGreaterThanOrEqual(150);
-        await sleep(500);
+        await sentinel([srv.app.scheduler, ...extra]);
         expect(mine()).toHaveLength(150);
         expect(new Set(mine().map((r) => r.id)).size).toBe(150);
       } finally {
@@ -423,7 +479,15 @@ describe('bot jobs and bot data (REST)', () => {
       // In the bot's delivery log, and to no other bot.
       const log = expectStatus(await member.api.get(`/api/bots/${b.id}/deliveries`), 200);
       expect(log.items.filter((d: any) => d.event_type === 'job.due')).toHaveLength(1);
-      await sleep(500);
+      // Sentinel: a later job of the same bot reaches the webhook (its deliveries go in outbox order).
+      const later = expectStatus(
+        await b.api.post(jobs(b.id), { kind: 'remind', run_at: inMs(0), dedupe_key: 'r2' }),
+        201,
+      );
+      await expect
+        .poll(() => rx.at(url).filter((r) => r.json.data?.job_id === later.id).length, { timeout: 8000 })
+        .toBe(1);
+      await idle();
       expect(
         rx.received.filter((r) => r.json.event_type === 'job.due' && r.json.data?.job_id === j.id),
       ).toHaveLength(1);

@@ -1,8 +1,8 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../src/config/config.js';
-import { openPostgres } from '../src/storage/database.js';
-import { ReadTimeout } from '../src/storage/sqlite-readers.js';
+import { openPostgres, type DatabaseHandle } from '../src/storage/database.js';
+import { ReadTimeout, type Readers } from '../src/storage/sqlite-readers.js';
 import { expectStatus } from './helpers/client.js';
 import { rawMcp, rawSession } from './helpers/mcp.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
@@ -24,21 +24,30 @@ interface Setup {
 }
 
 /**
- * Fills a channel with filler messages through the server's own storage, in one statement (the API
- * would take minutes). The index triggers (SQLite) and the generated column (PostgreSQL) index them.
+ * Fills a channel with filler messages through the server's own storage, a statement per chunk (the
+ * API would take minutes). The index triggers (SQLite) and the generated column (PostgreSQL) index them.
+ * On SQLite a statement holds the event loop; in chunks, with a turn of the loop between them, it never
+ * holds it for long, so timers keep their order: the client's keep-alive sockets are not closed by the
+ * server under it (in one statement of several seconds, the server's keep-alive time-out fired before
+ * the client's, and the next request could go out on a socket the server had just closed).
  */
 async function seed(srv: TestServer, orgId: string, channelId: string, senderId: string, rows: number) {
   const { storage } = srv.app.services;
-  const numbers =
-    storage.dialect === 'sqlite'
-      ? sql`with recursive n(i) as (select 1 union all select i + 1 from n where i < ${rows}) select i from n`
-      : sql`select i from generate_series(1, ${rows}::int) as g(i)`;
-  await storage.transaction(async (stores) => {
-    await sql`insert into messages (id, org_id, channel_id, sender_type, sender_id, content, created_at)
-      select 'seed-' || i, ${orgId}, ${channelId}, 'user', ${senderId},
-             'filler number ' || i || ' of a long channel history', '2020-01-01T00:00:00.000Z'
-      from (${numbers}) as s`.execute(stores.db);
-  });
+  const CHUNK = 10_000;
+  for (let from = 1; from <= rows; from += CHUNK) {
+    const to = Math.min(rows, from + CHUNK - 1);
+    const numbers =
+      storage.dialect === 'sqlite'
+        ? sql`with recursive n(i) as (select cast(${from} as integer) union all select i + 1 from n where i < ${to}) select i from n`
+        : sql`select i from generate_series(${from}::int, ${to}::int) as g(i)`;
+    await storage.transaction(async (stores) => {
+      await sql`insert into messages (id, org_id, channel_id, sender_type, sender_id, content, created_at)
+        select 'seed-' || i, ${orgId}, ${channelId}, 'user', ${senderId},
+               'filler number ' || i || ' of a long channel history', '2020-01-01T00:00:00.000Z'
+        from (${numbers}) as s`.execute(stores.db);
+    });
+    await new Promise((r) => setImmediate(r)); // a turn of the event loop: timers, sockets
+  }
   if (storage.dialect === 'postgres') await sql`analyze messages`.execute(storage.stores.db);
 }
 
@@ -52,9 +61,23 @@ async function setUp(env: Record<string, string>, rows: number): Promise<Setup> 
   expectStatus(await org.admin.api.post(`/api/channels/${chan}/members`, { user_id: user.id }), 201);
   expectStatus(await org.admin.api.post(`/api/channels/${chan}/members`, { bot_id: bot.id }), 201);
   await seed(srv, org.id, chan, user.id, rows);
-  // The seed held the event loop for a while: let idle keep-alive sockets the server closed meanwhile go.
-  await new Promise((r) => setTimeout(r, 300));
   return { srv, user, bot, chan };
+}
+
+/**
+ * Resolves when the server hands its next read to its readers (a search's scan has started there, off
+ * the event loop): the readers' `all` is wrapped for that one call, which goes through unchanged.
+ */
+function nextRead(srv: TestServer): Promise<void> {
+  const readers = (srv.app.services.storage.search as unknown as { handle: DatabaseHandle }).handle.readers!;
+  const all = readers.all;
+  return new Promise((resolve) => {
+    readers.all = function (this: Readers, ...args: Parameters<Readers['all']>) {
+      readers.all = all;
+      resolve();
+      return all.apply(this, args);
+    } as Readers['all'];
+  });
 }
 
 /** The MCP `search` tool's answer to `query` (messages only), as the bot. */
@@ -129,13 +152,14 @@ describe('search time budget', () => {
     try {
       const order: string[] = [];
       const started = performance.now();
+      const scanning = nextRead(s.srv);
       const slow = s.user.api
         .get('/api/search', { query: { query: `has:file in:${s.chan}`, type: 'messages' } })
         .then((r) => {
           order.push('search');
           return { r, ms: performance.now() - started };
         });
-      await new Promise((r) => setTimeout(r, 5)); // let the search start
+      await scanning; // the search's scan runs on the readers
       for (let i = 0; i < 5; i++) {
         expectStatus(await s.user.api.get('/api/health'), 200);
         expectStatus(await s.user.api.get(`/api/channels/${s.chan}`), 200);
@@ -143,13 +167,12 @@ describe('search time budget', () => {
       }
       const { r, ms } = await slow;
       expect(expectStatus(r, 200).messages).toEqual([]);
-      // SQLite: the scan runs on a reader worker and takes far longer than ten small requests, which
-      // would all wait behind it if it ran on the event loop's thread. (PostgreSQL scans it in the
-      // database's own process, often before the ten are done: nothing to wait for either way.)
-      if (s.srv.dialect === 'sqlite') {
-        expect(ms).toBeGreaterThan(100);
-        expect(order.indexOf('search')).toBe(order.length - 1);
-      }
+      // SQLite: the scan runs on a reader worker and takes longer than ten small requests, which would
+      // all wait behind it if it ran on the event loop's thread: they finish first. (How long the scan
+      // takes depends on the machine, ~100 ms here, so it is printed, not bounded.) PostgreSQL scans it
+      // in the database's own process, often before the ten are done: nothing to wait for either way.
+      console.log(`search-budget: the slow scan took ${ms.toFixed(0)} ms on ${s.srv.dialect}`);
+      if (s.srv.dialect === 'sqlite') expect(order.indexOf('search')).toBe(order.length - 1);
     } finally {
       config().timeoutMs = 2000;
     }

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { TestClock } from '../src/runtime/clock.js';
 import { expectStatus } from './helpers/client.js';
 import {
   answer,
@@ -6,8 +7,8 @@ import {
   channelMessages,
   dmsFromBot,
   dmToBot,
-  nextMinute,
-  sleep,
+  jobsSettled,
+  moveClockTo,
   waitFor,
   waitForDm,
 } from './helpers/platform-bots.js';
@@ -22,9 +23,18 @@ import { World, type UserHandle } from './helpers/world.js';
  * shows that disabling the platform bot stops its commands and its schedules. On SQLite, and on
  * PostgreSQL with DATABASE_URL.
  *
- * Stand-ups are set in minutes, so the scheduled tests wait for the next minute boundary and a window
- * of one minute (the least `window:` allows): about two and a half minutes, both servers at once.
+ * Time is the server's test clock (server/src/runtime/clock.ts), started on Saturday 2027-03-27 12:00
+ * UTC: the stand-up at 09:00 Europe/Berlin is due "tomorrow", the Sunday clocks go forward (CET →
+ * CEST), so at 07:00 UTC and not 08:00. The test moves the clock to the start, the reminder and the
+ * summary and waits for each message; no real minute passes. (The same bot on the real clock, across
+ * real processes: standup-crash.test.ts.)
  */
+
+/** Saturday, the day before Europe/Berlin's spring-forward (2027-03-28 01:00 UTC). */
+const CLOCK_START = '2027-03-27T12:00:00.000Z';
+/** Sunday 09:00 CEST: the first start of a daily 09:00 Europe/Berlin stand-up set up at CLOCK_START. */
+const FIRST_START = Date.parse('2027-03-28T07:00:00.000Z');
+const clock = new TestClock(CLOCK_START);
 
 let srv: TestServer;
 let w: World;
@@ -38,7 +48,7 @@ let botA: string;
 let botB: string;
 
 beforeAll(async () => {
-  srv = await startTestServer({ WORKROOM_SCHEDULER_POLL: '500ms' });
+  srv = await startTestServer({ WORKROOM_SCHEDULER_POLL: '500ms' }, { clock });
   w = await World.create(srv.url);
   a = await w.org();
   b = await w.org();
@@ -93,29 +103,38 @@ describe('stand-up bot', () => {
 
   it('runs a stand-up end to end: questions by DM, answers in order, reminder, one summary naming who did not answer; another organization sees none of it', async () => {
     const [ann, bob, cy] = team as [UserHandle, UserHandle, UserHandle];
-    const { hhmm, at } = nextMinute();
+    const at = FIRST_START;
     const setup = await answer(
       ann.api,
-      `/standup setup ${hhmm} daily UTC "What did you do yesterday?" "What will you do today?" window:1m remind:30s`,
+      `/standup setup 09:00 daily Europe/Berlin "What did you do yesterday?" "What will you do today?" window:1m remind:30s`,
       { channel_id: channel },
     );
     expect(setup.ephemeral).toBe(false); // the channel sees the set-up
     expect(setup.content).toContain(`✅ Stand-up set up for this channel.`);
-    expect(setup.content).toContain(`${hhmm} every day (UTC); summary 1m later, reminder 30s before it`);
+    expect(setup.content).toContain(
+      `09:00 every day (Europe/Berlin); summary 1m later, reminder 30s before it`,
+    );
     const show = await answer(cy.api, '/standup show', { channel_id: channel });
     expect(show.ephemeral).toBe(true);
-    expect(show.content).toContain('- Next: ');
-    expect(show.content).toContain(`${hhmm} (UTC)`);
+    expect(show.content).toContain('- Next: Sun 28 Mar 2027');
+    expect(show.content).toContain(`09:00 (Europe/Berlin)`);
     // Organization B sets up its own stand-up at the same minute, with its own instance of the bot.
     expect(botB).not.toBe(botA);
-    await answer(bUser.api, `/standup setup ${hhmm} daily UTC "B question?" window:1m remind:off`, {
+    await answer(bUser.api, `/standup setup 09:00 daily Europe/Berlin "B question?" window:1m remind:off`, {
       channel_id: bChannel,
     });
 
+    // A minute before the time: nobody is asked yet. At 07:00 UTC (09:00 CEST; Saturday's offset would
+    // make it 08:00 UTC) the questions go out.
+    await moveClockTo(srv, clock, at - 60_000);
+    await jobsSettled(srv, clock, botA);
+    expect(await dmsFromBot(ann, botA)).toHaveLength(0);
     // At the time: every member gets the first question, once.
+    await moveClockTo(srv, clock, at);
     const q1 = 'What did you do yesterday?';
-    const [first] = await waitForDm(ann, botA, q1, 1, 90_000);
+    const [first] = await waitForDm(ann, botA, q1, 1, 20_000);
     expect(Date.parse(first!.created_at)).toBeGreaterThanOrEqual(at);
+    expect(Date.parse(first!.created_at)).toBeLessThan(at + 30_000); // 09:00 CEST, not CET
     expect(first!.content).toContain('**Stand-up in #');
     expect(first!.content).toContain(`**1/2** ${q1}`);
     await waitForDm(bob, botA, q1);
@@ -131,16 +150,19 @@ describe('stand-up bot', () => {
     await waitForDm(bob, botA, '**2/2** What will you do today?');
 
     // The reminder (30 s before the summary) goes to Bob and Cy, who have not finished; not to Ann.
-    await waitForDm(bob, botA, '⏰ Reminder', 1, 60_000);
-    await waitForDm(cy, botA, '⏰ Reminder', 1, 60_000);
+    await moveClockTo(srv, clock, at + 30_000);
+    await waitForDm(bob, botA, '⏰ Reminder', 1, 20_000);
+    await waitForDm(cy, botA, '⏰ Reminder', 1, 20_000);
+    await jobsSettled(srv, clock, botA);
     expect((await dmsFromBot(ann, botA)).filter((m) => m.content.includes('⏰'))).toHaveLength(0);
 
     // One summary in the channel, at the end of the window.
+    await moveClockTo(srv, clock, at + 60_000);
     const summary = await waitFor(
       'the summary',
       async () =>
         (await channelMessages(ann.api, channel)).find((m) => m.content.startsWith('📋 **Stand-up')),
-      90_000,
+      20_000,
     );
     expect(Date.parse(summary.created_at)).toBeGreaterThanOrEqual(at + 60_000);
     expect(summary.bot_id).toBe(botA);
@@ -157,7 +179,7 @@ describe('stand-up bot', () => {
       'B summary',
       async () =>
         (await channelMessages(bUser.api, bChannel)).find((m) => m.content.startsWith('📋 **Stand-up')),
-      90_000,
+      20_000,
     );
     expect(bSummary.bot_id).toBe(botB);
     expect(bSummary.content).toContain('0 of 1 answered');
@@ -169,7 +191,7 @@ describe('stand-up bot', () => {
     // A late answer is not taken; nothing was sent twice.
     await dmToBot(cy, botA, 'Sorry, late');
     await waitForDm(cy, botA, 'No stand-up is waiting for your answers');
-    await sleep(1500);
+    await jobsSettled(srv, clock, botA); // every job due so far has finished: nothing more comes of them
     const all = await channelMessages(ann.api, channel);
     expect(all.filter((m) => m.content.startsWith('📋 **Stand-up'))).toHaveLength(1);
     for (const u of team) {
@@ -184,7 +206,7 @@ describe('stand-up bot', () => {
     const after = await answer(ann.api, '/standup show', { channel_id: channel });
     expect(after.content).toContain('summary posted');
     expect(after.content).toContain('3 members asked');
-  }, 240_000);
+  });
 
   it('skip, pause and resume change what comes next; org B cannot touch org A’s stand-up', async () => {
     const u = team[1]!;

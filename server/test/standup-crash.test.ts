@@ -32,6 +32,8 @@ describe('stand-ups across server restarts', () => {
     const bot = await builtinBotId(members[0]!.api, 'standup');
     const asked = (u: (typeof members)[number]) => firstQuestions(u, bot, Q1);
     const { hhmm, at } = nextMinute(15_000);
+    // A 2-minute window: the restarted server must ask the rest before it closes (with 1 minute, CI under
+    // load once had the window close while the restarted server was still asking).
     await answer(members[0]!.api, `/standup setup ${hhmm} daily UTC "${Q1}" window:2m remind:off`, {
       channel_id: channel,
     });

@@ -1,11 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { TestClock } from '../src/runtime/clock.js';
 import { expectStatus } from './helpers/client.js';
 import {
   answer,
   builtinBotId,
   channelMessages,
-  nextMinute,
-  sleep,
+  jobsSettled,
+  moveClockTo,
   waitFor,
 } from './helpers/platform-bots.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
@@ -16,9 +17,15 @@ import { uniq, World, type UserHandle } from './helpers/world.js';
  * through the public API only: `/tasknotify add` in the channel that receives them, tasks created,
  * assigned and moved through REST, the lines posted in the subscribed channels (only the chosen
  * events, only the chosen project or topic), the daily due-soon / overdue digest (a scheduled check at
- * the next minute), list and remove, and tenant isolation. On SQLite, and on PostgreSQL with
- * DATABASE_URL.
+ * 09:00 UTC), list and remove, and tenant isolation. On SQLite, and on PostgreSQL with DATABASE_URL.
+ *
+ * Time is the server's test clock (server/src/runtime/clock.ts), started at 08:00 UTC on 2027-06-01:
+ * the digest comes when the test moves the clock to 09:00. "Nothing more arrives" checks end on a
+ * sentinel: a built-in bot handles its deliveries one at a time in outbox order (docs/WEBHOOKS.md),
+ * so once the line of a later task shows in #sentinel, every earlier event has been handled.
  */
+
+const clock = new TestClock('2027-06-01T08:00:00.000Z');
 
 let srv: TestServer;
 let w: World;
@@ -37,9 +44,11 @@ let topic1: string;
 let topic2: string;
 let topic2Name: string;
 let bot: string;
+let sentinelChannel: string;
+let sentinels = 0;
 const name = (u: UserHandle) => u.email.split('@')[0]!;
 
-const day = (offset: number) => new Date(Date.now() + offset * 86_400_000).toISOString().slice(0, 10);
+const day = (offset: number) => new Date(clock.now() + offset * 86_400_000).toISOString().slice(0, 10);
 
 async function createTask(u: UserHandle, topic: string, fields: Record<string, unknown>) {
   return expectStatus(await u.api.post(`/api/topics/${topic}/tasks`, fields), 201) as { id: string };
@@ -48,8 +57,15 @@ async function createTask(u: UserHandle, topic: string, fields: Record<string, u
 const linesIn = async (u: UserHandle, ch: string, prefix: string) =>
   (await channelMessages(u.api, ch)).filter((m) => m.bot_id === bot && m.content.includes(prefix));
 
+/** Creates a task and waits for its line in #sentinel: every event before it has been handled. */
+async function sentinel(): Promise<void> {
+  const title = `Sentinel ${++sentinels}`;
+  await createTask(ann, topic1, { title });
+  await waitFor(title, async () => (await linesIn(ann, sentinelChannel, title)).length === 1);
+}
+
 beforeAll(async () => {
-  srv = await startTestServer({ WORKROOM_SCHEDULER_POLL: '500ms' });
+  srv = await startTestServer({ WORKROOM_SCHEDULER_POLL: '500ms' }, { clock });
   w = await World.create(srv.url);
   a = await w.org();
   b = await w.org();
@@ -122,6 +138,8 @@ describe('task notifications bot', () => {
     const addQa = await answer(ann.api, `/tasknotify add "${projectName}/${topic2Name}" status`, {
       channel_id: qa,
     });
+    sentinelChannel = await w.channel(ann.api);
+    await answer(ann.api, `/tasknotify add ${projectName} created`, { channel_id: sentinelChannel });
     expect(addQa.content).toContain(`topic **${projectName} › ${topic2Name}**: status changed`);
     // (The bot joined the project as Ann, a member of it: the lines below come from its events.)
     // Created with an assignee: one "created" line naming the assignee (no separate "assigned" line).
@@ -162,7 +180,7 @@ describe('task notifications bot', () => {
     expect(qaLine!.content).toContain('✅ **Status changed**');
     expect(qaLine!.content).toContain('Press release — todo → **done**');
     await waitFor('dev got both created lines', async () => (await linesIn(ann, dev, '🆕')).length === 2);
-    await sleep(1500);
+    await sentinel();
     const qaAll = (await channelMessages(ann.api, qa)).filter((m) => m.bot_id === bot);
     expect(qaAll.map((m) => m.content).filter((c) => c.includes('Hero'))).toEqual([]);
     expect(qaAll.filter((m) => m.content.includes('**Status changed**'))).toHaveLength(1); // once per event
@@ -186,7 +204,7 @@ describe('task notifications bot', () => {
       'dev saw the reopening',
       async () => (await linesIn(ann, dev, 'done → **todo**')).length === 1,
     );
-    await sleep(1000);
+    await sentinel();
     expect((await linesIn(ann, qa, '**Status changed**')).length).toBe(1);
   });
 
@@ -200,18 +218,24 @@ describe('task notifications bot', () => {
     await createTask(ann, topic1, { title: 'Later thing', due_date: day(6) });
     const finished = await createTask(ann, topic1, { title: 'Old but done', due_date: day(-5) });
     expectStatus(await ann.api.patch(`/api/tasks/${finished.id}`, { status: 'done' }), 200);
-    const { hhmm, at } = nextMinute();
+    const hhmm = '09:00';
+    const at = Date.parse(`${day(0)}T09:00:00.000Z`);
+    expect(clock.now()).toBeLessThan(at); // still before 09:00 UTC of the same day
     const add = await answer(ann.api, `/tasknotify add ${projectName} due_soon overdue at:${hhmm} tz:UTC`, {
       channel_id: digest,
     });
     expect(add.content).toContain(`due soon, overdue (checked daily at ${hhmm}, UTC)`);
+    await moveClockTo(srv, clock, at - 1000);
+    await jobsSettled(srv, clock, bot);
+    expect(await linesIn(ann, digest, '📅')).toEqual([]); // not a second early
+    await moveClockTo(srv, clock, at);
     const [d] = await waitFor(
       'the digest',
       async () => {
         const l = await linesIn(ann, digest, '📅 **Task check**');
         return l.length > 0 ? l : null;
       },
-      100_000,
+      20_000,
     );
     expect(Date.parse(d!.created_at)).toBeGreaterThanOrEqual(at);
     expect(d!.content).toContain(
@@ -224,11 +248,11 @@ describe('task notifications bot', () => {
     expect(d!.content).not.toContain('Old but done');
     // The channel chose only the daily events: no line for the tasks created above.
     expect(await linesIn(ann, digest, '🆕')).toEqual([]);
-    await sleep(1500);
+    await jobsSettled(srv, clock, bot); // every job due so far has finished: nothing more comes of them
     expect(await linesIn(ann, digest, '📅')).toHaveLength(1);
     // The next check is scheduled for tomorrow.
     expect((await answer(ann.api, '/tasknotify list', { channel_id: digest })).content).toContain(
       `daily check ${hhmm} (UTC)`,
     );
-  }, 150_000);
+  });
 });

@@ -2,7 +2,7 @@ import { createHmac } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { Webhook } from 'standardwebhooks';
 import { describe, expect, it } from 'vitest';
-import { signDelivery, type WebhookEnvelope } from '../src/delivery/sign.js';
+import { signDelivery, type WebhookEnvelope } from '../src/outbound/sign.js';
 import { parseRetryAfterMs, retryDelayMs, MAX_RETRY_AFTER_MS } from '../src/delivery/schedule.js';
 
 /**

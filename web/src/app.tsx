@@ -15,6 +15,10 @@ export interface Shell {
   toggleTheme(): void;
   navigate(path: string): void;
   signOut(): void;
+  /** Revokes every session of this person (POST /api/auth/logout-all) and signs out here. */
+  signOutEverywhere(): void;
+  /** After one's own password change (which revokes every session): signs in again with it. */
+  renewSession(password: string): Promise<void>;
 }
 
 const path = () => (location.pathname.startsWith('/admin') ? '/admin' : '/');
@@ -74,6 +78,17 @@ export function App() {
       // Revoke the token server-side; signing out locally does not wait for (or need) the answer.
       void ok(api.POST('/api/auth/logout')).catch(() => undefined);
       end('You have signed out.');
+    },
+    signOutEverywhere() {
+      void ok(api.POST('/api/auth/logout-all')).catch(() => undefined);
+      end('You have signed out on every device.');
+    },
+    async renewSession(password) {
+      const s = await ok(api.POST('/api/auth/login', { body: { email: session.user.email, password } }));
+      const next = { token: s.token, user: s.user };
+      saveSession(next);
+      setToken(next.token);
+      setSession(next);
     },
   };
   return route === '/admin' ? (

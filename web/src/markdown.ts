@@ -123,7 +123,65 @@ function linkHashtags(html: string): string {
   return t.innerHTML;
 }
 
+/**
+ * Hosts images may come from besides this server (WORKROOM_IMAGE_HOSTS): the server puts them in a meta
+ * element of the page, next to the same list in its CSP (server/src/transports/http/static.ts).
+ */
+let imageHosts: readonly string[] | undefined;
+function configuredImageHosts(): readonly string[] {
+  imageHosts ??= (document.querySelector<HTMLMetaElement>('meta[name="workroom-image-hosts"]')?.content ?? '')
+    .split(/\s+/)
+    .filter(Boolean)
+    .map((h) => h.toLowerCase());
+  return imageHosts;
+}
+
+/** Whether an image URL's host matches an allowed host as a CSP host source would (`name[:port]`, `*.name`). */
+function hostAllowed(url: URL, hosts: readonly string[]): boolean {
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') return false;
+  const defaultPort = url.protocol === 'https:' ? '443' : '80';
+  const port = url.port || defaultPort;
+  return hosts.some((entry) => {
+    const m = /^(\*\.)?([^:]+)(?::(\d+))?$/.exec(entry);
+    if (!m || (m[3] ?? defaultPort) !== port) return false;
+    return m[1] ? url.hostname.endsWith(`.${m[2]!}`) : url.hostname === m[2];
+  });
+}
+
+/**
+ * Images only from this server (uploaded files) and the configured hosts; any other image becomes a
+ * plain link to it, never requested, so that reading a message tells no outside host anything. Works on
+ * the inert DOM of a template: nothing is loaded before the result is put in the page.
+ */
+function linkOutsideImages(html: string): string {
+  if (!html.includes('<img')) return html;
+  const t = document.createElement('template');
+  t.innerHTML = html;
+  const hosts = configuredImageHosts();
+  for (const img of t.content.querySelectorAll('img')) {
+    const src = img.getAttribute('src') ?? '';
+    let url: URL | null = null;
+    try {
+      url = new URL(src, location.href);
+    } catch {
+      url = null;
+    }
+    if (url && (url.origin === location.origin || hostAllowed(url, hosts))) continue;
+    const a = document.createElement('a');
+    if (url && (url.protocol === 'https:' || url.protocol === 'http:')) {
+      a.href = url.href;
+      a.target = '_blank';
+      a.rel = 'noopener noreferrer nofollow';
+    }
+    a.className = 'outside-image';
+    const alt = img.getAttribute('alt');
+    a.textContent = alt && alt !== 'Image' ? alt : src;
+    img.replaceWith(a);
+  }
+  return t.innerHTML;
+}
+
 export function renderMessage(content: string, contentHtml: string | null): string {
   const html = contentHtml ?? (marked.parse(content) as string);
-  return linkHashtags(DOMPurify.sanitize(html, PURIFY));
+  return linkHashtags(linkOutsideImages(DOMPurify.sanitize(html, PURIFY)));
 }

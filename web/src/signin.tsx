@@ -28,7 +28,7 @@ export function SignIn(props: { notice: string | null; onSignedIn(s: Session): v
 
   return (
     <main class="signin">
-      <form class="card" onSubmit={submit} aria-labelledby="signin-title">
+      <form class="card" onSubmit={(e) => void submit(e)} aria-labelledby="signin-title">
         <h1 id="signin-title">Sign in to Workroom</h1>
         {props.notice !== null && (
           <p class="notice" role="status">

@@ -6,6 +6,8 @@ export function TopBar(props: {
   here: 'chat' | 'admin';
   navOpen?: boolean;
   toggleNav?: () => void;
+  /** Opens the account dialog (password, sign out everywhere). */
+  account?: () => void;
 }) {
   const { shell } = props;
   const other = props.here === 'chat' ? { to: '/admin', label: 'Admin' } : { to: '/', label: 'Chat' };
@@ -35,21 +37,35 @@ export function TopBar(props: {
           {other.label}
         </a>
       </nav>
+      {/* The button names the theme it switches to (its icon alone at phone width). */}
       <button
         type="button"
         class="theme"
-        aria-pressed={shell.theme === 'dark'}
         onClick={shell.toggleTheme}
-        title="Switch between light and dark"
+        aria-label={shell.theme === 'dark' ? 'Light theme' : 'Dark theme'}
+        title={shell.theme === 'dark' ? 'Switch to the light theme' : 'Switch to the dark theme'}
       >
         <span class="icon" aria-hidden="true">
-          ☾
+          {shell.theme === 'dark' ? '☀' : '☾'}
         </span>
-        <span class="label">Dark theme</span>
+        <span class="label" aria-hidden="true">
+          {shell.theme === 'dark' ? 'Light theme' : 'Dark theme'}
+        </span>
       </button>
-      <span class="who" title={shell.session.user.email}>
-        {shell.session.user.display_name}
-      </span>
+      {props.account ? (
+        <button
+          type="button"
+          class="who link"
+          title={`${shell.session.user.email}: your account`}
+          onClick={props.account}
+        >
+          {shell.session.user.display_name}
+        </button>
+      ) : (
+        <span class="who" title={shell.session.user.email}>
+          {shell.session.user.display_name}
+        </span>
+      )}
       <button type="button" onClick={shell.signOut}>
         Sign out
       </button>

@@ -1,4 +1,5 @@
 import { mkdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { createRequire } from 'node:module';
 import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -11,7 +12,14 @@ import { chromium, type Browser, type BrowserContext, type Page } from 'playwrig
  */
 export const CHROMIUM = process.env.WORKROOM_CHROMIUM ?? '/usr/bin/chromium';
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
-export const SCREENSHOTS = join(ROOT, 'docs', 'screenshots');
+/**
+ * Where screenshots go. The committed ones in docs/screenshots/ are made only by `npm run screenshots`
+ * (web/scripts/screenshots.ts, a seeded demo workspace), which sets WORKROOM_SCREENSHOTS_DIR; a test
+ * run takes its screenshots (they still check that each screen renders) into a temporary directory.
+ */
+export const DOCS_SCREENSHOTS = join(ROOT, 'docs', 'screenshots');
+export const SCREENSHOTS =
+  process.env.WORKROOM_SCREENSHOTS_DIR ?? join(tmpdir(), 'workroom-test-screenshots');
 export const WEB_DIST = join(ROOT, 'web', 'dist');
 
 export function launch(): Promise<Browser> {

@@ -152,8 +152,12 @@ describe('chat', () => {
     const status = page.getByRole('status').filter({ hasText: /^(Live|Connecting…|Offline — retrying)$/ });
     await status.filter({ hasText: 'Live' }).waitFor();
 
-    // The outage: the socket drops and HTTP polling fails too.
-    await page.route('**/api/**', (route) => route.abort('internetdisconnected'));
+    // The outage: the socket drops and HTTP polling fails too (each refused request is counted).
+    let refused = 0;
+    await page.route('**/api/**', (route) => {
+      refused++;
+      return route.abort('internetdisconnected');
+    });
     await page.evaluate(() => {
       const w = window as unknown as { __sockets: WebSocket[]; __blockWs: boolean };
       w.__blockWs = true;
@@ -166,7 +170,9 @@ describe('chat', () => {
         await ann.api.post(`/api/channels/${channelId}/messages`, { content: `${tag} ${i}` }),
         201,
       );
-    await page.waitForTimeout(500);
+    // The page has tried the network since (its poll, every 3 s offline) and could not get them.
+    const refusedBefore = refused;
+    await expect.poll(() => refused, { timeout: 10_000 }).toBeGreaterThan(refusedBefore);
     expect(await page.getByRole('article').filter({ hasText: tag }).count()).toBe(0);
 
     // Back online: the socket resumes from its last position and the server replays the three.
@@ -180,9 +186,15 @@ describe('chat', () => {
       .getByRole('article')
       .filter({ hasText: `${tag} 3` })
       .waitFor();
-    await page.waitForTimeout(500);
+    // The sentinel: a message sent after the resume comes on the same socket after the replay, so
+    // once it is shown a replayed duplicate would be too.
+    expectStatus(await ann.api.post(`/api/channels/${channelId}/messages`, { content: `${tag} 4` }), 201);
+    await page
+      .getByRole('article')
+      .filter({ hasText: `${tag} 4` })
+      .waitFor();
     const texts = await page.getByRole('article').filter({ hasText: tag }).allTextContents();
-    expect(texts.map((t) => /missed-\w+ (\d)/.exec(t)?.[1])).toEqual(['1', '2', '3']);
+    expect(texts.map((t) => /missed-\w+ (\d)/.exec(t)?.[1])).toEqual(['1', '2', '3', '4']);
     await ctx.close();
   });
 
@@ -213,7 +225,15 @@ describe('chat', () => {
       .filter({ hasText: `${marker} ` })
       .first()
       .waitFor();
-    await page.waitForTimeout(300);
+    // Every image of these messages has loaded or failed (a broken image's error event fires in the
+    // same task that marks it complete): an onerror that survived would have run by now.
+    await page.waitForFunction(
+      (m) =>
+        [...document.querySelectorAll<HTMLImageElement>('.messages img')]
+          .filter((i) => i.closest('article')?.textContent?.includes(m))
+          .every((i) => i.complete),
+      marker,
+    );
     expect(await page.evaluate(() => (window as unknown as { __xss?: number }).__xss)).toBeUndefined();
     expect(
       await page.locator('.messages [onerror], .messages script, .messages a[href^="javascript"]').count(),
@@ -355,7 +375,12 @@ describe('chat', () => {
         if (phone && !dark) {
           await page.getByRole('button', { name: 'Conversations' }).click();
           await page.getByRole('navigation', { name: 'Conversations' }).getByRole('link').first().waitFor();
-          await page.waitForTimeout(400); // the drawer's slide-in has ended
+          // The drawer's slide-in has ended: no finite animation or transition is still running.
+          await page.waitForFunction(() =>
+            document
+              .getAnimations()
+              .every((a) => a.playState !== 'running' || a.effect?.getComputedTiming().endTime === Infinity),
+          );
           await screenshot(page, 'chat-light-phone-sidebar');
         }
         await ctx.close();

@@ -1,11 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser } from 'playwright-core';
 import { expectStatus } from '../../server/test/helpers/client.js';
+import { TestClock } from '../../server/src/runtime/clock.js';
 import {
   builtinBotId,
   channelMessages,
   dmToBot,
-  nextMinute,
+  jobsSettled,
+  moveClockTo,
   waitFor,
   waitForDm,
 } from '../../server/test/helpers/platform-bots.js';
@@ -15,8 +17,10 @@ import { launch, newContext, screenshot, signIn } from './browser.js';
 
 /**
  * The stand-up and task notification bots in the web app (docs/bots/STANDUP.md, TASK-NOTIFY.md):
- * - Ann sets a stand-up up from the composer for the next minute; her colleagues answer by DM through
- *   the API; the summary appears in the channel she has open. Screenshot: chat-standup-summary.png.
+ * - Ann sets a stand-up up from the composer for 09:00 UTC; her colleagues answer by DM through the API;
+ *   the summary appears in the channel she has open. Screenshot: chat-standup-summary.png. Time is the
+ *   server's test clock (server/src/runtime/clock.ts), moved on to the stand-up and to its summary: no
+ *   real minute passes (the same bot on the real clock is server/test/standup-crash.test.ts).
  * - Ann subscribes #dev to a project's task events from the composer, creates a task and moves it on
  *   the topic's task board; the notifications appear in #dev. Screenshot: chat-task-notifications.png.
  */
@@ -26,9 +30,12 @@ let world: World;
 let ann: UserHandle;
 let team: UserHandle[];
 const PASSWORD = 'user-password-1';
+/** A Wednesday morning, a minute before the stand-up. */
+const clock = new TestClock('2031-01-15T08:59:00.000Z');
+const STANDUP_AT = Date.parse('2031-01-15T09:00:00.000Z');
 
 beforeAll(async () => {
-  server = await startTestServer({ WORKROOM_SCHEDULER_POLL: '500ms' });
+  server = await startTestServer({ WORKROOM_SCHEDULER_POLL: '500ms' }, { clock });
   browser = await launch();
   world = await World.create(server.url);
   const org = await world.org();
@@ -55,14 +62,14 @@ describe('platform bots in the web app', () => {
     await page.goto(`${server.url}/#/channel/${channel}`);
     const composer = page.getByRole('textbox', { name: 'Message' });
     await composer.waitFor();
-    const { hhmm } = nextMinute(15_000);
     await composer.fill(
-      `/standup setup ${hhmm} mon-sun UTC "What did you do yesterday?" "What will you do today?" "Blockers?" window:1m remind:off`,
+      `/standup setup 09:00 mon-sun UTC "What did you do yesterday?" "What will you do today?" "Blockers?" window:1m remind:off`,
     );
     await composer.press('Enter');
     await page.getByRole('article').filter({ hasText: 'Stand-up set up for this channel' }).waitFor();
 
     const bot = await builtinBotId(ann.api, 'standup');
+    await moveClockTo(server, clock, STANDUP_AT); // the questions go out
     const answers: [UserHandle, string[]][] = [
       [ann, ['Reviewed the importer PR and fixed two flaky tests', 'Ship 1.4 to staging', 'None']],
       [
@@ -78,18 +85,23 @@ describe('platform bots in the web app', () => {
     await Promise.all(
       answers.map(async ([u, texts]) => {
         for (const [i, text] of texts.entries()) {
-          await waitForDm(u, bot, `**${i + 1}/3**`, 1, 100_000);
+          await waitForDm(u, bot, `**${i + 1}/3**`, 1, 20_000);
           await dmToBot(u, bot, text);
         }
       }),
     );
+    // Every answer is in (each got the thanks, or the question after their last answer): the window closes.
+    for (const [u, texts] of answers)
+      await waitForDm(u, bot, texts.length === 3 ? 'Thanks!' : `**${texts.length + 1}/3**`, 1, 20_000);
+    await jobsSettled(server, clock, bot);
+    await moveClockTo(server, clock, STANDUP_AT + 60_000);
     const summary = page.getByRole('article').filter({ hasText: 'Stand-up · #team' });
-    await summary.waitFor({ timeout: 100_000 });
+    await summary.waitFor({ timeout: 20_000 });
     expect(await summary.textContent()).toContain('3 of 4 answered · not answered: Dana Cruz');
     expect(await summary.textContent()).toContain('Waiting for the staging database');
     await screenshot(page, 'chat-standup-summary');
     await ctx.close();
-  }, 200_000);
+  }, 120_000);
 
   it('shows task notifications of a project in a channel, as tasks move on the board', async () => {
     const project = expectStatus(await ann.api.post('/api/projects', { name: 'Website relaunch' }), 201)

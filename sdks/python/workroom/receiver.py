@@ -49,7 +49,7 @@ from typing import (
 
 from .client import post_json
 from .errors import WorkroomError
-from .signing import DEFAULT_TOLERANCE_SECONDS, SignatureError, check_secret, check_signature
+from .signing import DEFAULT_TOLERANCE_SECONDS, SignatureError, check_secret, check_signature, public_key_bytes
 from .types import ActionInvokedData, CommandReply, Envelope
 
 log = logging.getLogger("workroom.receiver")
@@ -188,7 +188,9 @@ class WebhookReceiver:
     """``WebhookReceiver(port=8000, secret=None, path="/webhook")``; more options (keywords):
 
     - ``secret``: the bot's webhook secret ``whsec_...``; default the ``WORKROOM_WEBHOOK_SECRET``
-      environment variable. Without one the receiver refuses to start.
+      environment variable. Without one (nor ``public_key``) the receiver refuses to start.
+    - ``public_key``: the bot's ed25519 public key ``whpk_...`` (POST /api/bots/{botId}/webhook-signing-key):
+      a Standard Webhooks ``v1a`` signature must verify; enough without ``secret`` (pure-Python ed25519).
     - ``host`` (default ``"0.0.0.0"``): interface to listen on (``port=0`` picks a free port).
     - ``tolerance`` (seconds, default 300): how far ``webhook-timestamp`` may be from now.
     - ``accept_any_signature`` (default False): accept a delivery when any one of the three signatures
@@ -214,14 +216,18 @@ class WebhookReceiver:
         dedupe_size: int = 10_000,
         max_body_bytes: int = 2 * 1024 * 1024,
         clock: Callable[[], float] = time.time,
+        public_key: Optional[str] = None,
     ) -> None:
         secret = secret if secret is not None else os.environ.get("WORKROOM_WEBHOOK_SECRET")
-        if not secret:
+        if not secret and not public_key:
             raise ValueError(
-                "WebhookReceiver needs the bot's webhook secret (secret=... or WORKROOM_WEBHOOK_SECRET); "
-                "issue one with POST /api/bots/{botId}/webhook-secret"
+                "WebhookReceiver needs the bot's webhook secret (secret=... or WORKROOM_WEBHOOK_SECRET), "
+                "or its ed25519 public key (public_key=...); issue one with POST /api/bots/{botId}/webhook-secret"
             )
-        check_secret(secret)
+        if secret:
+            check_secret(secret)
+        if public_key is not None:
+            public_key_bytes(public_key)
         if not path.startswith("/"):
             raise ValueError('path must start with "/"')
         if not 0 < command_timeout < 5:
@@ -235,7 +241,8 @@ class WebhookReceiver:
         self.workers = workers
         self.dedupe_size = dedupe_size
         self.max_body_bytes = max_body_bytes
-        self._secret = secret
+        self._secret = secret or None
+        self._public_key = public_key
         self._clock = clock
         self._handlers: List[Tuple[str, Handler]] = []
         self._commands: Dict[str, CommandHandler] = {}
@@ -313,6 +320,7 @@ class WebhookReceiver:
                 tolerance=self.tolerance,
                 accept_any_signature=self.accept_any_signature,
                 now=self._clock(),
+                public_key=self._public_key,
             )
         except SignatureError as err:
             log.warning("refused a webhook delivery (401): %s", err)
@@ -536,7 +544,8 @@ def _matches(pattern: str, event_type: str) -> bool:
 
 
 def _error(status: int, code: str, message: str, extra: Optional[List[Tuple[str, str]]] = None) -> Response:
-    body = json.dumps({"error": {"code": code, "message": message}}, separators=(",", ":")).encode("utf-8")
+    # The same shape as the Node SDK's receiver: {"error": "<code>", "message": "<why>"} (README, Errors).
+    body = json.dumps({"error": code, "message": message}, separators=(",", ":")).encode("utf-8")
     return Response(status, body, list(_JSON) + (extra or []))
 
 

@@ -25,6 +25,8 @@ import re
 import time
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Tuple, Union
 
+from . import ed25519
+
 DEFAULT_TOLERANCE_SECONDS = 300
 
 # The body signature is the body's last member, exactly as the server writes it.
@@ -129,14 +131,52 @@ def _check_body(body: bytes, secret: str) -> None:
         raise SignatureError('the body\'s "signature" does not match')
 
 
+def public_key_bytes(public_key: str) -> bytes:
+    """The 32 bytes of a ``whpk_<base64>`` ed25519 public key; ``ValueError`` when it is not one."""
+    text = public_key[len("whpk_") :] if public_key.startswith("whpk_") else public_key
+    try:
+        key = base64.b64decode(text, validate=True)
+    except (ValueError, TypeError, binascii.Error):
+        raise ValueError('the public key after "whpk_" is not valid base64') from None
+    if len(key) != 32:
+        raise ValueError("an ed25519 public key is 32 bytes (whpk_<base64>)")
+    return key
+
+
+def _check_ed25519(body: bytes, h: Mapping[str, str], key: bytes, tolerance: int, now: float) -> None:
+    """A Standard Webhooks ``v1a`` (ed25519) signature in ``webhook-signature``, by the bot's public key."""
+    webhook_id = h.get("webhook-id")
+    timestamp = h.get("webhook-timestamp")
+    signatures = h.get("webhook-signature")
+    if not webhook_id or not timestamp or not signatures:
+        raise SignatureError("missing webhook-id, webhook-timestamp or webhook-signature header")
+    if not timestamp.isdigit():
+        raise SignatureError("webhook-timestamp is not an integer")
+    if abs(now - int(timestamp)) > tolerance:
+        raise SignatureError(f"webhook-timestamp is outside the {tolerance}-second tolerance window")
+    signed = webhook_id.encode("utf-8") + b"." + timestamp.encode("ascii") + b"." + body
+    for candidate in signatures.split(" "):
+        version, _, value = candidate.partition(",")
+        if version != "v1a":
+            continue
+        try:
+            sig = base64.b64decode(value, validate=True)
+        except (ValueError, TypeError):
+            continue
+        if ed25519.verify(key, signed, sig):
+            return
+    raise SignatureError("no v1a signature in webhook-signature matches the public key")
+
+
 def check_signature(
     body: bytes,
     headers: Optional[HeadersLike],
-    secret: str,
+    secret: Optional[str],
     *,
     tolerance: int = DEFAULT_TOLERANCE_SECONDS,
     accept_any_signature: bool = False,
     now: Optional[float] = None,
+    public_key: Optional[str] = None,
 ) -> None:
     """Like :func:`verify_signature`, but raises :class:`SignatureError` saying why instead of returning False."""
     if not isinstance(body, (bytes, bytearray, memoryview)):
@@ -144,6 +184,13 @@ def check_signature(
     raw = bytes(body)
     h = _normalize_headers(headers)
     current = time.time() if now is None else now
+    if public_key is not None:
+        # ed25519 first: with a public key a v1a signature is required, whatever else is there.
+        _check_ed25519(raw, h, public_key_bytes(public_key), tolerance, current)
+        if not secret:
+            return
+    if not secret:
+        raise ValueError("a webhook secret (or a public key) is needed to verify")
     _secret_key(secret)  # a malformed secret is the caller's bug: ValueError, not "does not verify"
     if accept_any_signature:
         reasons = []
@@ -169,11 +216,12 @@ def check_signature(
 def verify_signature(
     body: bytes,
     headers: Optional[HeadersLike],
-    secret: str,
+    secret: Optional[str],
     *,
     tolerance: int = DEFAULT_TOLERANCE_SECONDS,
     accept_any_signature: bool = False,
     now: Optional[float] = None,
+    public_key: Optional[str] = None,
 ) -> bool:
     """Whether a webhook delivery is authentic. Call it with the raw request bytes, before parsing them.
 
@@ -183,10 +231,20 @@ def verify_signature(
     one of the three signatures is enough (for proxies that drop headers; the body signature alone has no
     replay protection). ``headers`` is any mapping or sequence of pairs; names are case-insensitive.
     Comparisons are constant-time. Raises ``ValueError`` if ``secret`` is not a ``whsec_...`` string.
+
+    With ``public_key`` (the bot's ``whpk_...`` ed25519 key, POST /api/bots/{botId}/webhook-signing-key) a
+    Standard Webhooks ``v1a`` signature must verify too; ``secret`` may then be None (only ``v1a`` is
+    checked). The ed25519 check is pure Python (``workroom.ed25519``: the standard library has none).
     """
     try:
         check_signature(
-            body, headers, secret, tolerance=tolerance, accept_any_signature=accept_any_signature, now=now
+            body,
+            headers,
+            secret,
+            tolerance=tolerance,
+            accept_any_signature=accept_any_signature,
+            now=now,
+            public_key=public_key,
         )
     except SignatureError:
         return False

@@ -1,5 +1,9 @@
 """Shapes of the server's answers and of webhook envelopes (from the OpenAPI document, /api/openapi.json).
 
+The webhook events' types (``MessageCreatedEvent``, ``ActionInvokedData``, ... and the union
+``WebhookEvent``) are generated from docs/api/openapi.json into ``workroom.events``
+(sdks/python/scripts/generate_types.py); the ones named here are re-exported from there.
+
 They are ``TypedDict``s: at run time every value is a plain ``dict`` as the server sent it, so fields the
 server adds later are kept, and type checkers know the documented ones.
 """
@@ -7,6 +11,10 @@ server adds later are kept, and type checkers know the documented ones.
 from __future__ import annotations
 
 from typing import Any, Dict, List, Literal, Optional, Tuple, TypedDict, Union
+
+from .events import ActionInvokedData as ActionInvokedData
+from .events import ActionInvokedDataUser
+from .events import WebhookEvent as WebhookEvent
 
 Priority = Literal["low", "medium", "high", "urgent"]
 TaskStatus = Literal["todo", "in_progress", "review", "done"]
@@ -183,26 +191,9 @@ class Envelope(TypedDict, total=False):
     signature: str
 
 
-class ActionUser(TypedDict):
-    id: str
-    display_name: str
-
-
-class ActionInvokedData(TypedDict):
-    """The ``data`` of ``action.invoked``: a user clicked a button or chose an option of the bot's message."""
-
-    invocation_id: str
-    action_id: str
-    action_type: Literal["button", "select"]
-    value: str
-    user_id: str
-    user: ActionUser
-    message_id: str
-    bot_id: str
-    channel_id: Optional[str]
-    topic_id: Optional[str]
-    dm_room_id: Optional[str]
-    invoked_at: str
+# The ``data`` of ``action.invoked`` (a user clicked a button or chose an option of the bot's message), as
+# generated in ``workroom.events`` with every other event type.
+ActionUser = ActionInvokedDataUser
 
 
 class CommandReply(TypedDict, total=False):

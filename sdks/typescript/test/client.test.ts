@@ -213,6 +213,8 @@ describe('WorkroomClient against a real server', () => {
           upRes.pipe(res);
         },
       );
+      up.on('error', () => res.destroy()); // a reset is part of what this proxy does, never uncaught
+      req.on('error', () => up.destroy());
       req.pipe(up);
     });
     const rec = recordingFetch();

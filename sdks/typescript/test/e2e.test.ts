@@ -122,6 +122,10 @@ describe('deliveries from a real server to the receiver', () => {
           });
         },
       );
+      // A reset on either side (the server's time-out under load, the receiver stopping) ends the
+      // exchange; without listeners it would be an uncaught `read ECONNRESET` in the test run.
+      up.on('error', () => res.destroy());
+      req.on('error', () => up.destroy());
       req.pipe(up);
     });
     await new Promise<void>((r) => relay.listen(0, '127.0.0.1', r));

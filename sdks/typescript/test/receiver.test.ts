@@ -1,6 +1,6 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { signDelivery } from '../../../server/src/delivery/sign.js';
+import { signDelivery } from '../../../server/src/outbound/sign.js';
 import { WebhookReceiver, type Logger, type WebhookReceiverOptions } from '../src/index.js';
 import { tamperedRequest, vectorFile, vectorRequest } from './vectors.js';
 
@@ -111,6 +111,7 @@ describe('WebhookReceiver', () => {
       vi.useRealTimers();
       expect(res.status, t.name).toBe(401);
       expect(res.body.error).toBe('invalid_signature');
+      expect(typeof res.body.message).toBe('string'); // the shape both SDKs answer (README)
       await r.idle();
       expect(ran).toBe(0);
       // The untampered delivery passes the same receiver: the refusal is about the change alone.

@@ -153,7 +153,7 @@ export async function resolveMentions(
 }
 
 async function onMessage(ctx: BotContext, event: BotEvent): Promise<void> {
-  const d = event.data;
+  const d: Readonly<Record<string, unknown>> = event.data; // its checks as they were
   const author = str(d.sender_id);
   const content = typeof d.content === 'string' ? d.content : '';
   const channelId = str(d.channel_id);
@@ -165,9 +165,11 @@ async function onMessage(ctx: BotContext, event: BotEvent): Promise<void> {
   const readable = new Set<string>();
   if (channelId && (m.all || m.here)) {
     const members = await ctx.callAsUser(author, listChannelMembers, { channel_id: channelId });
+    const people = members.items.filter((x) => x.member_type === 'user').map((x) => x.member_id);
+    const online = m.all ? undefined : await ctx.onlineAmong(people);
     for (const x of members.items) {
       if (x.member_type !== 'user') continue;
-      if (m.all || ctx.isOnline(x.member_id)) {
+      if (m.all || online?.has(x.member_id)) {
         recipients.add(x.member_id);
         readable.add(x.member_id); // members read their channel
       }
@@ -219,7 +221,7 @@ async function canOpenTask(ctx: BotContext, userId: string, taskId: string): Pro
 }
 
 async function onTask(ctx: BotContext, event: BotEvent): Promise<void> {
-  const d = event.data;
+  const d: Readonly<Record<string, unknown>> = event.data; // its checks as they were
   const task = d.task as TaskData | undefined;
   if (!task) return;
   const actor = d.actor_type === 'user' ? str(d.actor_id) : null;
@@ -253,7 +255,7 @@ async function onTask(ctx: BotContext, event: BotEvent): Promise<void> {
 }
 
 async function onNotification(ctx: BotContext, event: BotEvent): Promise<void> {
-  const d = event.data;
+  const d: Readonly<Record<string, unknown>> = event.data; // its checks as they were
   const userId = str(d.user_id);
   if (!userId) return;
   const text = `⚠️ **${md(String(d.title ?? 'Notification'))}**\n${md(String(d.body ?? ''))}`;

@@ -1,5 +1,6 @@
 import type { z } from 'zod';
 import { AppError, isAppError, type ErrorCode } from '../domain/errors.js';
+import { parseEvent } from '../domain/events.js';
 import type { Role } from '../domain/roles.js';
 import type { InProcessEnvelope, InProcessResult } from '../delivery/in-process.js';
 import {
@@ -139,23 +140,23 @@ export class BuiltinBotRuntime implements InProcessCommandHandler {
     const row = await this.#row(envelope.bot_id, builtin);
     if (!row) return { ok: false, detail: 'the bot is deleted' };
     if (row.status !== 'active') return { ok: false, detail: 'the bot is disabled; not handled' };
-    const data = (envelope.data && typeof envelope.data === 'object' ? envelope.data : {}) as Record<
-      string,
-      unknown
-    >;
-    if (envelope.event_type === 'action.invoked') {
+    // Checked against the catalogue before the bot's code sees it (a failure is recorded, and retried,
+    // like any failed attempt: it names the paths that do not match, never their values).
+    const parsed = parseEvent(envelope.event_type, envelope.data);
+    if (!parsed.ok) return { ok: false, detail: `the event does not match its schema: ${parsed.error}` };
+    const { event } = parsed;
+    if (event.type === 'action.invoked') {
       if (!def.onAction) return { ok: true, detail: 'ignored: the bot takes no actions' };
-      const action = data as ActionInvocation;
+      const action: ActionInvocation = event.data;
       await def.onAction(this.context(row, def, action.user_id, `action:${action.invocation_id}`), action);
       return { ok: true, detail: 'handled' };
     }
     if (!def.onEvent) return { ok: true, detail: 'ignored: the bot handles no events' };
     await def.onEvent(this.context(row, def, null, `delivery:${envelope.delivery_id}`), {
-      type: envelope.event_type,
+      ...event,
       id: envelope.event_id,
       timestamp: envelope.timestamp,
       deliveryId: envelope.delivery_id,
-      data,
     });
     return { ok: true, detail: 'handled' };
   }
@@ -261,9 +262,9 @@ export class BuiltinBotRuntime implements InProcessCommandHandler {
         if (place.dm_room_id) return `${publicUrl}/#/dm/${place.dm_room_id}`;
         return `${publicUrl}/`;
       },
-      isOnline: (userId) => services.commands.isOnline(userId),
+      onlineAmong: (userIds) => services.commands.onlineAmong(userIds),
       log,
-      now: () => new Date(),
+      now: () => new Date(services.clock.now()), // business time (runtime/clock.ts)
     };
   }
 }

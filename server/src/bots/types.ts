@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import type { z } from 'zod';
 import type { BuiltinBotSpec } from '../operations/bots/builtins.js';
 import type { Operation } from '../operations/operation.js';
+import type { EventPayload, EventType } from '../domain/events.js';
 
 /**
  * The definition of a built-in bot (docs/BUILTIN-BOTS.md). A bot author writes one `bots/<name>.ts`
@@ -69,8 +70,8 @@ export interface BotContext {
   ): Promise<O>;
   /** A link to a channel, topic or DM room in the web app. */
   link(place: { channel_id?: string | null; topic_id?: string | null; dm_room_id?: string | null }): string;
-  /** Whether the user has a live connection to this server instance (e.g. for @here). */
-  isOnline(userId: string): boolean;
+  /** Which of the users have a live connection, to this instance or another on the database (@here). */
+  onlineAmong(userIds: readonly string[]): Promise<Set<string>>;
   readonly log: Logger;
   now(): Date;
 }
@@ -79,16 +80,21 @@ export interface CallOptions {
   idempotencyKey?: string;
 }
 
-/** An event as delivered (the webhook envelope without a signature). */
-export interface BotEvent {
-  type: string;
-  /** The event's id: the same on every delivery attempt. */
-  id: string;
-  timestamp: string;
-  /** The delivery's id (one per event and bot). */
-  deliveryId: string;
-  data: Record<string, unknown>;
-}
+/**
+ * An event as delivered (the webhook envelope without a signature): one of the event catalogue's types,
+ * its data checked against that type's schema before the bot sees it (`type` narrows `data`).
+ */
+export type BotEvent = {
+  [T in EventType]: {
+    type: T;
+    /** The event's id: the same on every delivery attempt. */
+    id: string;
+    timestamp: string;
+    /** The delivery's id (one per event and bot). */
+    deliveryId: string;
+    data: EventPayload<T>;
+  };
+}[EventType];
 
 /** A slash command of the bot, typed by `userId`. */
 export interface CommandInvocation {

@@ -50,6 +50,9 @@ const list = z
       .filter(Boolean),
   );
 
+/** A host of WORKROOM_IMAGE_HOSTS: `name[:port]` or `*.name[:port]` (a CSP host source without scheme). */
+const IMAGE_HOST_RE = /^(\*\.)?[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*(:\d{1,5})?$/;
+
 const envSchema = z.object({
   PORT: int(3000, 0, 65535),
   HOST: z.string().min(1).default('0.0.0.0'),
@@ -73,6 +76,11 @@ const envSchema = z.object({
     .string()
     .refine((s) => Buffer.from(s, 'base64').length === 32, 'must be 32 bytes, base64-encoded')
     .optional(),
+  WORKROOM_ENCRYPTION_KEY_PREVIOUS: z
+    .string()
+    .refine((s) => Buffer.from(s, 'base64').length === 32, 'must be 32 bytes, base64-encoded')
+    .optional(),
+  WORKROOM_BLOB_STORE: z.enum(['disk', 'database'], { message: 'must be disk or database' }).optional(),
   WORKROOM_SESSION_TTL: duration('168h'),
   WORKROOM_MAX_BODY_BYTES: int(1_048_576, 1024, 100 * 1_048_576),
   WORKROOM_MAX_UPLOAD_BYTES: int(25 * 1_048_576, 1024, 10 * 1024 * 1_048_576),
@@ -97,6 +105,7 @@ const envSchema = z.object({
   WORKROOM_WEBHOOK_PAUSE_AFTER: int(50, 0, 1_000_000),
   WORKROOM_WEBHOOK_CONCURRENCY: int(64, 1, 10_000),
   WORKROOM_WEBHOOK_CONCURRENCY_PER_ENDPOINT: int(8, 1, 1000),
+  WORKROOM_WEBHOOK_ORG_SHARE: z.coerce.number().gt(0).max(1).default(0.5),
   WORKROOM_WEBHOOK_ALLOWED_RANGES: list.refine(
     (cidrs) => cidrs.every((c) => ipaddr.isValidCIDR(c)),
     'must be comma-separated CIDR ranges, e.g. 10.20.0.0/16,fd00::/8',
@@ -108,10 +117,17 @@ const envSchema = z.object({
   WORKROOM_MCP_SESSIONS_PER_ORG: int(1000, 1, 1_000_000),
   WORKROOM_MCP_SESSIONS_MAX: int(10_000, 1, 10_000_000),
   WORKROOM_MCP_SESSION_IDLE: duration('30m'),
+  WORKROOM_KEEP_ALIVE_TIMEOUT: duration('65s').refine(
+    (ms) => ms >= 1000 && ms <= 600_000,
+    'must be between 1s and 10m',
+  ),
   WORKROOM_HEADERS_TIMEOUT: duration('10s'),
   WORKROOM_REQUEST_TIMEOUT: duration('120s'),
   WORKROOM_BODY_TIMEOUT: duration('15s'),
   WORKROOM_TRUST_PROXY: bool(false),
+  WORKROOM_MAX_CONNECTIONS: int(10_000, 1, 1_000_000),
+  WORKROOM_UNAUTHENTICATED_BODY_BYTES: int(32 * 1_048_576, 4096, 10 * 1024 * 1_048_576),
+  WORKROOM_UNAUTHENTICATED_BODY_BYTES_PER_ADDRESS: int(4 * 1_048_576, 4096, 10 * 1024 * 1_048_576),
   WORKROOM_SHUTDOWN_TIMEOUT: duration('10s'),
   WORKROOM_SEARCH_TIMEOUT: duration('2s').refine(
     (ms) => ms >= 1 && ms <= 60_000,
@@ -149,6 +165,29 @@ const envSchema = z.object({
     'must be between 50ms and 5m',
   ),
   WORKROOM_SCHEDULER_CONCURRENCY: int(8, 1, 1000),
+  WORKROOM_QUOTA_BOTS_PER_ORG: int(100, 0, 1_000_000),
+  WORKROOM_QUOTA_BOTS_PER_MEMBER: int(20, 0, 1_000_000),
+  WORKROOM_QUOTA_UPLOAD_BYTES_PER_ORG: int(10 * 1024 ** 3, 0, 2 ** 50),
+  WORKROOM_QUOTA_UPLOAD_BYTES_PER_USER: int(1024 ** 3, 0, 2 ** 50),
+  // At least one document of the largest size a bot may store (64 KiB), else no bot could store one.
+  WORKROOM_QUOTA_BOT_DATA_BYTES_PER_ORG: int(256 * 1024 ** 2, 64 * 1024, 2 ** 50),
+  WORKROOM_IMAGE_HOSTS: list
+    .transform((hosts) => hosts.map((h) => h.toLowerCase()))
+    .refine(
+      (hosts) => hosts.every((h) => IMAGE_HOST_RE.test(h)),
+      'must be comma-separated host names, each optionally with a port or starting with "*." (e.g. cdn.example.com,*.example.org)',
+    ),
+  WORKROOM_REALTIME_AUTH_TIMEOUT: duration('5s').refine(
+    (ms) => ms >= 100 && ms <= 60_000,
+    'must be between 100ms and 60s',
+  ),
+  WORKROOM_REALTIME_PREAUTH_PER_ADDRESS: int(50, 1, 100_000),
+  WORKROOM_REALTIME_PREAUTH_MAX: int(2000, 1, 1_000_000),
+  WORKROOM_REALTIME_RESUME_SPAN: int(10_000, 0, 10_000_000),
+  WORKROOM_REALTIME_RESUMES_PER_USER: int(2, 1, 1000),
+  WORKROOM_REALTIME_RESUMES_PER_ORG: int(4, 1, 10_000),
+  WORKROOM_METRICS_PORT: int(9464, 0, 65535),
+  WORKROOM_METRICS_HOST: z.string().min(1).default('127.0.0.1'),
 });
 
 export interface Config {
@@ -170,6 +209,16 @@ export interface Config {
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   /** base64 of 32 bytes; when absent one is generated and kept in the data directory. */
   encryptionKey: string | undefined;
+  /**
+   * During a key rotation (docs/SCALING.md, "The encryption key"): the other key, whose secrets are
+   * still read (WORKROOM_ENCRYPTION_KEY_PREVIOUS); never used to encrypt.
+   */
+  previousEncryptionKey: string | undefined;
+  /**
+   * Where new uploads go (WORKROOM_BLOB_STORE): `disk` under the data directory (default on SQLite) or
+   * `database` (default on PostgreSQL, where several instances must share them). docs/SCALING.md, "Files".
+   */
+  blobStore: 'disk' | 'database';
   sessionTtlMs: number;
   maxBodyBytes: number;
   maxUploadBytes: number;
@@ -190,6 +239,8 @@ export interface Config {
     /** Attempts in flight at once, in all and toward one bot's endpoint. */
     concurrency: number;
     perEndpointConcurrency: number;
+    /** Share (0–1] of the slots one organization may hold while others are active or waiting. */
+    orgShare: number;
   };
   mcp: {
     sessions: boolean;
@@ -204,6 +255,7 @@ export interface Config {
   };
   http: {
     /** Time a client has to send the request line and headers (slow-loris bound). */
+    keepAliveTimeoutMs: number;
     headersTimeoutMs: number;
     /** Time a client has to send the whole request, body included (uploads need it long). */
     requestTimeoutMs: number;
@@ -211,6 +263,14 @@ export interface Config {
     bodyTimeoutMs: number;
     /** Take the client address from X-Forwarded-For (last entry) behind a reverse proxy. */
     trustProxy: boolean;
+    /** Open connections at most; one more is answered 503 and closed. */
+    maxConnections: number;
+    /**
+     * Bytes of request bodies read before the caller is known (sign-in, signed incoming webhooks,
+     * command responses), buffered at once: in all, and per client address. Past either: 503 / 429.
+     */
+    unauthenticatedBodyBytes: number;
+    unauthenticatedBodyBytesPerAddress: number;
   };
   shutdownTimeoutMs: number;
   search: {
@@ -232,6 +292,40 @@ export interface Config {
     /** Handlers running at once in this instance. */
     concurrency: number;
   };
+  /** Per-organization quotas (operations/quotas.ts, docs/API.md "Quotas"). */
+  quotas: {
+    /** Custom bots (not deleted) of an organization, and of those registered by one member. */
+    botsPerOrg: number;
+    botsPerMember: number;
+    /** Bytes of uploaded files of an organization, and of one user's uploads. */
+    uploadBytesPerOrg: number;
+    uploadBytesPerUser: number;
+    /** Bytes of bot data (JSON values) of all bots of an organization together. */
+    botDataBytesPerOrg: number;
+  };
+  /**
+   * Hosts from which message images are shown (besides this server's own files): `name[:port]` or
+   * `*.name[:port]`; an image from any other host is shown as a link (domain/sanitize.ts, the CSP).
+   */
+  imageHosts: string[];
+  /** The live stream `GET /api/realtime` (docs/REALTIME.md "Limits"). */
+  realtime: {
+    /** Time a connection has to authenticate (its first message). */
+    authTimeoutMs: number;
+    /** Connections not authenticated yet: per client address (IPv6: per /64) and in all. */
+    preAuthPerAddress: number;
+    preAuthMax: number;
+    /** Positions a resume point may lie behind the server's; further back answers `reset`. */
+    resumeSpan: number;
+    /** Replays (resumes) running at once per user and per organization; more wait their turn. */
+    resumesPerUser: number;
+    resumesPerOrg: number;
+  };
+  /**
+   * Prometheus metrics (docs/METRICS.md): `GET /metrics` on a listener of its own, never on the public
+   * port. `port` null: off (WORKROOM_METRICS_PORT=0); 0 here (only in process, e.g. tests): any free port.
+   */
+  metrics: { port: number | null; host: string };
 }
 
 export class ConfigError extends Error {
@@ -279,6 +373,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     logLevel: e.WORKROOM_LOG_LEVEL,
     encryptionKey: e.WORKROOM_ENCRYPTION_KEY,
+    previousEncryptionKey: e.WORKROOM_ENCRYPTION_KEY_PREVIOUS,
+    blobStore: e.WORKROOM_BLOB_STORE ?? (e.DATABASE_URL ? 'database' : 'disk'),
     sessionTtlMs: e.WORKROOM_SESSION_TTL,
     maxBodyBytes: e.WORKROOM_MAX_BODY_BYTES,
     maxUploadBytes: e.WORKROOM_MAX_UPLOAD_BYTES,
@@ -295,6 +391,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       pauseAfter: e.WORKROOM_WEBHOOK_PAUSE_AFTER,
       concurrency: e.WORKROOM_WEBHOOK_CONCURRENCY,
       perEndpointConcurrency: e.WORKROOM_WEBHOOK_CONCURRENCY_PER_ENDPOINT,
+      orgShare: e.WORKROOM_WEBHOOK_ORG_SHARE,
     },
     mcp: {
       sessions: e.WORKROOM_MCP_SESSIONS,
@@ -306,10 +403,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       sessionIdleMs: e.WORKROOM_MCP_SESSION_IDLE,
     },
     http: {
+      keepAliveTimeoutMs: e.WORKROOM_KEEP_ALIVE_TIMEOUT,
       headersTimeoutMs: e.WORKROOM_HEADERS_TIMEOUT,
       requestTimeoutMs: e.WORKROOM_REQUEST_TIMEOUT,
       bodyTimeoutMs: e.WORKROOM_BODY_TIMEOUT,
       trustProxy: e.WORKROOM_TRUST_PROXY,
+      maxConnections: e.WORKROOM_MAX_CONNECTIONS,
+      unauthenticatedBodyBytes: e.WORKROOM_UNAUTHENTICATED_BODY_BYTES,
+      unauthenticatedBodyBytesPerAddress: e.WORKROOM_UNAUTHENTICATED_BODY_BYTES_PER_ADDRESS,
     },
     shutdownTimeoutMs: e.WORKROOM_SHUTDOWN_TIMEOUT,
     search: { timeoutMs: e.WORKROOM_SEARCH_TIMEOUT },
@@ -320,6 +421,26 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       jobTimeoutMs: e.WORKROOM_SCHEDULER_JOB_TIMEOUT,
       pollMs: e.WORKROOM_SCHEDULER_POLL,
       concurrency: e.WORKROOM_SCHEDULER_CONCURRENCY,
+    },
+    quotas: {
+      botsPerOrg: e.WORKROOM_QUOTA_BOTS_PER_ORG,
+      botsPerMember: e.WORKROOM_QUOTA_BOTS_PER_MEMBER,
+      uploadBytesPerOrg: e.WORKROOM_QUOTA_UPLOAD_BYTES_PER_ORG,
+      uploadBytesPerUser: e.WORKROOM_QUOTA_UPLOAD_BYTES_PER_USER,
+      botDataBytesPerOrg: e.WORKROOM_QUOTA_BOT_DATA_BYTES_PER_ORG,
+    },
+    imageHosts: e.WORKROOM_IMAGE_HOSTS,
+    realtime: {
+      authTimeoutMs: e.WORKROOM_REALTIME_AUTH_TIMEOUT,
+      preAuthPerAddress: e.WORKROOM_REALTIME_PREAUTH_PER_ADDRESS,
+      preAuthMax: e.WORKROOM_REALTIME_PREAUTH_MAX,
+      resumeSpan: e.WORKROOM_REALTIME_RESUME_SPAN,
+      resumesPerUser: e.WORKROOM_REALTIME_RESUMES_PER_USER,
+      resumesPerOrg: e.WORKROOM_REALTIME_RESUMES_PER_ORG,
+    },
+    metrics: {
+      port: e.WORKROOM_METRICS_PORT === 0 ? null : e.WORKROOM_METRICS_PORT,
+      host: e.WORKROOM_METRICS_HOST,
     },
   };
 }

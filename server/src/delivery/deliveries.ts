@@ -2,7 +2,7 @@ import type { OutboxReader } from '../events/outbox-reader.js';
 import type { Services } from '../operations/context.js';
 import { Fanout } from './fanout.js';
 import type { InProcessReceiver } from './in-process.js';
-import { OutboundClient } from './outbound.js';
+import { OutboundClient } from '../outbound/client.js';
 import { Pacer, type ForegroundMeter } from './pacer.js';
 import { DeliveryWorker } from './worker.js';
 
@@ -39,8 +39,12 @@ export class WebhookDeliveryService {
       log: services.log,
       webhooks: w,
       encryptionKey: services.encryptionKey,
+      previousEncryptionKeys: services.previousEncryptionKeys,
       client: this.#client,
       pacer,
+      clock: services.clock,
+      metrics: services.metrics,
+      isLeader: () => services.leader.isLeader,
       ...(opts.pollMs !== undefined && { pollMs: opts.pollMs }),
       ...(opts.inProcess && { inProcess: opts.inProcess }),
     });

@@ -1,6 +1,7 @@
 import type { Selectable } from 'kysely';
 import type { Logger } from 'pino';
-import { newId, nowIso } from '../domain/ids.js';
+import { FANOUT_ROUTES } from '../domain/events.js';
+import { newId } from '../domain/ids.js';
 import type { OutboxEvent, OutboxReader } from '../events/outbox-reader.js';
 import type { DeliveryRow } from '../storage/schema.js';
 import type { Storage } from '../storage/storage.js';
@@ -16,7 +17,8 @@ import type { Claimed, DeliveryWorker } from './worker.js';
  * is never fanned out twice (the (event, bot) pair is unique as well, for instances racing on PostgreSQL,
  * where the cursor row is also locked for the transaction).
  *
- * Who receives what (docs/WEBHOOKS.md "Who receives which events"):
+ * Who receives what (docs/WEBHOOKS.md "Who receives which events"); the route of each type is the event
+ * catalogue's (FANOUT_ROUTES in domain/events.ts, derived from its lists), never a list here:
  *  - a bot receives the types in its `events` list, only from containers it reaches when the event is
  *    fanned out: a channel it is a member of, a topic of a project it is a member of, a DM room it is
  *    part of; only in its own organization; only while it is active and has a webhook URL (or is a
@@ -43,12 +45,6 @@ import type { Claimed, DeliveryWorker } from './worker.js';
  */
 
 export const FANOUT_CURSOR = 'webhook-fanout';
-/** Outbox events that never become deliveries here (see above). */
-const NOT_FANNED_OUT = new Set(['resources.changed', 'command.invoked']);
-/** Outbox events for one bot, `data.bot_id`, whatever its subscriptions (see above). */
-const TO_OWNING_BOT = new Set(['action.invoked']);
-/** Outbox events for one bot, `data.bot_id`, without a subscription or a container (see above). */
-const DIRECT_TO_BOT = new Set(['job.due']);
 const BATCH = 500;
 /** Events one pass reads while background work is paced (most would not fit in MAX_ROWS_BUSY). */
 const BATCH_BUSY = 50;
@@ -132,7 +128,7 @@ export class Fanout {
     const paced = this.pacer.paced;
     const maxRows = paced ? MAX_ROWS_BUSY : MAX_ROWS;
     const batch = paced ? BATCH_BUSY : BATCH;
-    const sync = this.storage.dialect === 'sqlite';
+    const sync = this.storage.runsOnEventLoop;
     const reserved: string[] = [];
     let handOff: Claimed[] = [];
     const backlog = new Map<string, number>();
@@ -142,7 +138,7 @@ export class Fanout {
         // On SQLite the whole transaction keeps the event loop (and the writer) busy; on PostgreSQL
         // it mostly waits for the database: only the planning is charged there (in #plan).
         const measured = sync ? this.pacer.measure() : () => undefined;
-        const now = nowIso();
+        const now = this.worker.clock.nowIso();
         // On PostgreSQL, once the cursor row exists, its lock and the read are one round trip.
         const events =
           this.#cursorRow && this.reader.usesSequencer
@@ -222,16 +218,19 @@ export class Fanout {
     const topicIds = new Set<string>();
     for (const e of events) {
       const candidates = byOrg.get(e.org_id);
-      if (!candidates || NOT_FANNED_OUT.has(e.type)) continue;
-      const data = parseObject(e.data);
-      if (DIRECT_TO_BOT.has(e.type)) {
+      const route = FANOUT_ROUTES[e.type];
+      if (!candidates || route === 'none') continue;
+      // Checked against its schema by the reader; read here through the fields every route needs.
+      const data: Record<string, unknown> = e.data;
+      if (route === 'bot') {
         const to = candidates.filter((b) => b.id === data.bot_id);
         if (to.length > 0) work.push({ e, data, subscribed: to, direct: true });
         continue;
       }
-      const subscribed = TO_OWNING_BOT.has(e.type)
-        ? candidates.filter((b) => b.id === data.bot_id)
-        : candidates.filter((b) => b.events.has(e.type));
+      const subscribed =
+        route === 'owning_bot'
+          ? candidates.filter((b) => b.id === data.bot_id)
+          : candidates.filter((b) => b.events.has(e.type));
       if (subscribed.length === 0) continue; // the common case costs no membership lookup
       work.push({ e, data, subscribed, direct: false });
       const topic = containerIds(data).topic;
@@ -267,13 +266,15 @@ export class Fanout {
         const container = containers.get(e.id);
         const inside = container ? members.get(`${container.kind}:${container.id}`) : undefined;
         const subject =
-          e.type.startsWith('member.') && data.member_type === 'bot' ? data.member_id : undefined;
+          (e.type === 'member.joined' || e.type === 'member.left') && e.data.member_type === 'bot'
+            ? e.data.member_id
+            : undefined;
         for (const b of subscribed) {
           // Built-in system bots may hear some types from their whole organization (their orgEvents).
           const reached =
             inside?.has(b.id) || b.id === subject || this.worker.reachesOrganization(b.builtin, e.type, data);
-          if (!reached || isOwnAction(e.type, data, b.id)) continue;
-          const blocked = this.#overLoopBudget(e, data, b.id)
+          if (!reached || isOwnAction(e, b.id)) continue;
+          const blocked = this.#overLoopBudget(e, b.id)
             ? `loop guard: more than ${LOOP_BUDGET} bot-written messages a minute here; not sent`
             : null;
           pairs.push({ e, botId: b.id, blocked });
@@ -313,7 +314,7 @@ export class Fanout {
       };
       rows.push(row);
       if (pending && !take) due.push(row);
-      if (take) handOff.push({ row: fullRow(row, now), data: e.data, target });
+      if (take) handOff.push({ row: fullRow(row, now), data: e.dataJson, target });
     }
     computed2();
     return { rows, handOff, due, upTo };
@@ -330,9 +331,9 @@ export class Fanout {
   }
 
   /** Counts a bot-written message.created toward its receiver's budget in that container. */
-  #overLoopBudget(e: OutboxEvent, data: Record<string, unknown>, botId: string): boolean {
-    if (e.type !== 'message.created' || data.sender_type !== 'bot') return false;
-    const place = data.channel_id ?? data.topic_id ?? data.dm_room_id;
+  #overLoopBudget(e: OutboxEvent, botId: string): boolean {
+    if (e.type !== 'message.created' || e.data.sender_type !== 'bot') return false;
+    const place = e.data.channel_id ?? e.data.topic_id ?? e.data.dm_room_id;
     const key = `${botId}:${String(place)}`;
     const at = Date.parse(e.created_at);
     const recent = (this.#loopWindow.get(key) ?? []).filter((t) => t > at - LOOP_WINDOW_MS);
@@ -385,23 +386,16 @@ function containerOf(
 }
 
 /** message.* caused by the bot itself (its message, its edit, its deletion). */
-function isOwnAction(type: string, data: Record<string, unknown>, botId: string): boolean {
-  if (!type.startsWith('message.')) return false;
-  const [byType, byId] =
-    type === 'message.updated'
-      ? [data.edited_by_type, data.edited_by_id]
-      : type === 'message.deleted'
-        ? [data.deleted_by_type, data.deleted_by_id]
-        : [data.sender_type, data.sender_id];
-  return byType === 'bot' && byId === botId;
-}
-
-function parseObject(text: string): Record<string, unknown> {
-  try {
-    const v: unknown = JSON.parse(text);
-    return v && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : {};
-  } catch {
-    return {};
+function isOwnAction(e: OutboxEvent, botId: string): boolean {
+  switch (e.type) {
+    case 'message.created':
+      return e.data.sender_type === 'bot' && e.data.sender_id === botId;
+    case 'message.updated':
+      return e.data.edited_by_type === 'bot' && e.data.edited_by_id === botId;
+    case 'message.deleted':
+      return e.data.deleted_by_type === 'bot' && e.data.deleted_by_id === botId;
+    default:
+      return false;
   }
 }
 

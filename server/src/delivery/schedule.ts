@@ -4,7 +4,11 @@
  * deliveries that failed together, e.g. when one receiver came back up). A receiver's Retry-After (on
  * 429/503) is honoured but bounded: never sooner than our own schedule, never later than one hour, so a
  * receiver can slow us down but cannot park a delivery forever or make us hammer it.
+ *
+ * `now` is the server's business time (runtime/clock.ts): the worker passes its clock's.
  */
+
+import { systemClock } from '../runtime/clock.js';
 
 export const MAX_RETRY_AFTER_MS = 3_600_000;
 const JITTER = 0.1;
@@ -20,7 +24,7 @@ export function retryDelayMs(
   delaysMs: number[],
   retryAfterHeader?: string,
   random: () => number = Math.random,
-  now: number = Date.now(),
+  now: number = systemClock.now(),
 ): number | null {
   if (!Number.isInteger(attempt) || attempt < 1)
     throw new RangeError(`attempt must be an integer ≥ 1, got ${attempt}`);
@@ -33,7 +37,7 @@ export function retryDelayMs(
 }
 
 /** Retry-After as delay-seconds or an HTTP date (RFC 9110 §10.2.3); null when it is neither. */
-export function parseRetryAfterMs(header: string, now: number = Date.now()): number | null {
+export function parseRetryAfterMs(header: string, now: number = systemClock.now()): number | null {
   const text = header.trim();
   if (/^\d+$/.test(text)) return Number(text) * 1000;
   // Only the HTTP-date form: Date.parse accepts too much (e.g. "1"), so require a weekday-led date.

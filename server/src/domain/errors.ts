@@ -18,6 +18,7 @@ export const ERROR_CODES = [
   'bad_request', // the HTTP request itself is malformed (refused by the parser)
   'headers_too_large', // the request line and headers are over Node's limit (16 KB)
   'rate_limited',
+  'quota_exceeded', // the organization or user is at a quota (WORKROOM_QUOTA_*); the message names it
   'unavailable', // dependency down (database), shutting down
   'search_timeout', // a search ran out of its time budget (WORKROOM_SEARCH_TIMEOUT); narrow it
   'internal',

@@ -5,7 +5,8 @@ import { MessageActions } from './actions.js';
  * The event catalogue: one zod schema per event type, the single source of
  * - the TypeScript type of every event (`emit()` takes a `DomainEvent`, so a payload that does not
  *   match its type does not compile),
- * - the runtime check of payloads read back from the outbox (`parseEventData`),
+ * - the runtime check of payloads read back from the outbox (`parseEvent`: the outbox reader checks every row it
+ *   reads and dead-letters those that fail, events/outbox-reader.ts),
  * - the `webhooks` section of the OpenAPI document and the SDKs' event types.
  * Payload keys are snake_case, like the REST API. Every event also carries, outside `data`, an
  * `event_id`, its type, its organization and its timestamp (see `WebhookEnvelope` in delivery/).
@@ -29,6 +30,28 @@ export const ChannelSnapshot = z.object({
   is_private: z.boolean(),
   created_at: ts,
   updated_at: ts,
+  archived_at: ts.nullable().optional().describe('Set once the channel is archived'),
+  created_by: id.nullable().optional(),
+});
+
+export const ProjectSnapshot = z.object({
+  id,
+  org_id: id,
+  name: z.string(),
+  description: z.string(),
+  created_at: ts,
+  archived_at: ts.nullable().optional(),
+  created_by: id.nullable().optional(),
+});
+
+export const TopicSnapshot = z.object({
+  id,
+  org_id: id,
+  project_id: id,
+  name: z.string(),
+  created_at: ts,
+  archived_at: ts.nullable().optional(),
+  created_by: id.nullable().optional(),
 });
 
 export const TaskSnapshot = z.object({
@@ -81,6 +104,29 @@ const memberEvent = z.object({
   removed_by: id.optional(),
 });
 
+const channelEvent = z.object({ channel_id: id, channel: ChannelSnapshot, actor_id: id });
+const projectEvent = z.object({
+  project_id: id,
+  project: ProjectSnapshot,
+  actor_id: id,
+  changes: z.array(z.string()).optional().describe('project.updated: the fields that changed'),
+});
+const topicEvent = z.object({
+  topic_id: id,
+  project_id: id,
+  topic: TopicSnapshot,
+  actor_id: id,
+  changes: z.array(z.string()).optional().describe('topic.updated: the fields that changed'),
+});
+const reactionEvent = z.object({
+  message_id: id,
+  ...container,
+  emoji: z.string(),
+  reactor_type: actorType,
+  reactor_id: id,
+  count: z.number().int().describe('How many reacted with this emoji after the change'),
+});
+
 /** Every event type with its data schema and a one-line description. */
 export const EVENT_CATALOGUE = {
   'message.created': {
@@ -121,6 +167,28 @@ export const EVENT_CATALOGUE = {
     description: 'A channel’s name, description or privacy changed',
     data: z.object({ channel_id: id, channel: ChannelSnapshot, changes: z.array(z.string()) }),
   },
+  'channel.created': {
+    description: 'A channel was created (its creator is its first member)',
+    data: channelEvent,
+  },
+  'channel.archived': {
+    description: 'A channel was archived: it leaves the listings and takes no new messages',
+    data: channelEvent,
+  },
+  'project.created': { description: 'A project was created', data: projectEvent },
+  'project.updated': { description: 'A project was renamed or described', data: projectEvent },
+  'project.archived': {
+    description: 'A project was archived: it and its topics leave the listings',
+    data: projectEvent,
+  },
+  'topic.created': { description: 'A topic was created in a project', data: topicEvent },
+  'topic.updated': { description: 'A topic was renamed', data: topicEvent },
+  'topic.archived': {
+    description: 'A topic was archived: it leaves the listings and takes no new messages',
+    data: topicEvent,
+  },
+  'reaction.added': { description: 'A user or bot reacted to a message with an emoji', data: reactionEvent },
+  'reaction.removed': { description: 'A user or bot took back an emoji reaction', data: reactionEvent },
   'member.joined': {
     description: 'A user or bot joined a channel or project (added by someone, or by itself)',
     data: memberEvent,
@@ -131,19 +199,23 @@ export const EVENT_CATALOGUE = {
   },
   'command.invoked': {
     description: 'A user ran one of the bot’s slash commands (sent to that bot only)',
-    data: z
-      .object({
-        invocation_id: id,
-        command: z.string(),
-        args: z.string(),
-        text: z.string(),
-        bot_id: id,
-        command_id: id,
-        user_id: id,
-        ...container,
-        invoked_at: ts,
-      })
-      .passthrough(),
+    data: z.object({
+      invocation_id: id,
+      command: z.string(),
+      args: z.string(),
+      text: z.string(),
+      bot_id: id,
+      command_id: id,
+      user_id: id,
+      ...container,
+      invoked_at: ts,
+      response_url: z
+        .string()
+        .describe(
+          "POST the bot's answer here later (30 minutes, 5 uses; POST /api/commands/responses/{token}); only this bot learns it",
+        ),
+      response_url_expires_at: ts.describe('When response_url stops working'),
+    }),
   },
   'job.due': {
     description:
@@ -178,7 +250,7 @@ export const EVENT_CATALOGUE = {
   },
   'webhook.test': {
     description: 'A test event sent by a bot manager to check the webhook (sent to that bot only)',
-    data: z.object({ bot_id: id, requested_by: id.optional(), message: z.string() }).passthrough(),
+    data: z.object({ bot_id: id, requested_by: id.optional(), message: z.string() }),
   },
   'notification.created': {
     description:
@@ -226,6 +298,16 @@ export const SUBSCRIBABLE_EVENT_TYPES = [
   'channel.updated',
   'member.joined',
   'member.left',
+  'channel.created',
+  'channel.archived',
+  'project.created',
+  'project.updated',
+  'project.archived',
+  'topic.created',
+  'topic.updated',
+  'topic.archived',
+  'reaction.added',
+  'reaction.removed',
 ] as const satisfies readonly EventType[];
 export type SubscribableEventType = (typeof SUBSCRIBABLE_EVENT_TYPES)[number];
 
@@ -257,16 +339,89 @@ export const INTERNAL_EVENT_TYPES = [
   ...USER_EVENT_TYPES,
 ] as const satisfies readonly EventType[];
 
+/**
+ * Directed events that their operation sends at once, never through the outbox fan-out: commands.execute
+ * posts command.invoked to its bot and tells the user the outcome (a second delivery would run the
+ * command twice); a webhook test is a delivery row of its own (POST /api/bots/{botId}/webhook/test),
+ * never an outbox event.
+ */
+export const SENT_DIRECTLY_EVENT_TYPES = [
+  'command.invoked',
+  'webhook.test',
+] as const satisfies readonly (typeof DIRECTED_EVENT_TYPES)[number][];
+
+/** Directed events with no container: they reach their bot wherever it is a member (a due job is its own). */
+export const CONTAINERLESS_EVENT_TYPES = [
+  'job.due',
+] as const satisfies readonly (typeof DIRECTED_EVENT_TYPES)[number][];
+
+/**
+ * Internal events that built-in bots may hear (their `orgEvents`, delivered in process by the fan-out
+ * and the worker): the notifications bot relays notification.created as a DM. Never sent to a webhook.
+ */
+export const BUILTIN_ONLY_EVENT_TYPES = [
+  'notification.created',
+] as const satisfies readonly (typeof INTERNAL_EVENT_TYPES)[number][];
+
+/**
+ * How the webhook fan-out (delivery/fanout.ts) routes an outbox event, derived from the lists above:
+ *  - `subscribers`: to the bots whose `events` (or a built-in bot's `orgEvents`) name the type, that
+ *    reach its container;
+ *  - `owning_bot`: to the bot in `data.bot_id` only, without a subscription, while it reaches the
+ *    container (action.invoked: the bot that sent the message);
+ *  - `bot`: to the bot in `data.bot_id` only, without a subscription or a container (job.due);
+ *  - `none`: never a delivery (sent directly, or internal to the server / one user's live stream).
+ */
+export type FanoutRoute = 'subscribers' | 'owning_bot' | 'bot' | 'none';
+
+const has = (list: readonly string[], t: string) => list.includes(t);
+function routeOf(t: EventType): FanoutRoute {
+  if (has(SENT_DIRECTLY_EVENT_TYPES, t)) return 'none';
+  if (has(DIRECTED_EVENT_TYPES, t)) return has(CONTAINERLESS_EVENT_TYPES, t) ? 'bot' : 'owning_bot';
+  if (has(INTERNAL_EVENT_TYPES, t) && !has(BUILTIN_ONLY_EVENT_TYPES, t)) return 'none';
+  return 'subscribers';
+}
+export const FANOUT_ROUTES: Readonly<Record<EventType, FanoutRoute>> = Object.fromEntries(
+  EVENT_TYPES.map((t) => [t, routeOf(t)]),
+) as Record<EventType, FanoutRoute>;
+
+/** Event types delivered to webhooks (the OpenAPI document's `webhooks`): all but the internal ones. */
+export const WEBHOOK_EVENT_TYPES = EVENT_TYPES.filter((t) => !has(INTERNAL_EVENT_TYPES, t)) as Exclude<
+  EventType,
+  (typeof INTERNAL_EVENT_TYPES)[number]
+>[];
+export type WebhookEventType = Exclude<EventType, (typeof INTERNAL_EVENT_TYPES)[number]>;
+
 /** An event as operations emit it (typed by its kind); the outbox adds id, sequence and timestamp. */
 export type DomainEvent = {
   [T in EventType]: { type: T; orgId: string; data: EventData<T> };
 }[EventType];
 
+/** An event's data as read back and checked against its schema. */
+export type EventPayload<T extends EventType> = z.output<Catalogue[T]['data']>;
+
+/** A type with its checked data: the tagged union every consumer switches on (`type` narrows `data`). */
+export type TypedEventData = {
+  [T in EventType]: { type: T; data: EventPayload<T> };
+}[EventType];
+
 export const isEventType = (t: string): t is EventType => Object.hasOwn(EVENT_CATALOGUE, t);
 
-/** Checks a payload read back from storage against its type's schema; null when it does not match. */
-export function parseEventData(type: string, data: unknown): Record<string, unknown> | null {
-  if (!isEventType(type)) return null;
+export type ParsedEvent = { ok: true; event: TypedEventData } | { ok: false; error: string };
+
+/**
+ * Checks an event read back from storage (or received) against its type's schema. On success the
+ * event is the data as given (validated, not copied: keys a newer server added are kept); on failure
+ * `error` names the type or the paths that do not match and why — never the values, which may be
+ * secrets (a command's response_url).
+ */
+export function parseEvent(type: string, data: unknown): ParsedEvent {
+  if (!isEventType(type)) return { ok: false, error: `unknown event type "${type.slice(0, 64)}"` };
   const r = EVENT_CATALOGUE[type].data.safeParse(data);
-  return r.success ? (r.data as Record<string, unknown>) : null;
+  if (r.success) return { ok: true, event: { type, data } as TypedEventData };
+  const error = r.error.issues
+    .slice(0, 5)
+    .map((i) => `${i.path.map(String).join('.') || '(data)'}: ${i.message}`)
+    .join('; ');
+  return { ok: false, error: error.slice(0, 500) };
 }

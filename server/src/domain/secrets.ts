@@ -93,10 +93,22 @@ export function encryptSecret(plaintext: string, key: Buffer): string {
   );
 }
 
-export function decryptSecret(stored: string, key: Buffer): string {
+/**
+ * Decrypts with `key`, or with one of `others` (during a key rotation, the previous key: docs/SCALING.md,
+ * "The encryption key"). GCM's tag tells a wrong key for sure, so trying each in turn is safe.
+ */
+export function decryptSecret(stored: string, key: Buffer, others: readonly Buffer[] = []): string {
   const [v, iv, tag, ct] = stored.split(':');
   if (v !== 'v1' || !iv || !tag || ct === undefined) throw new Error('unrecognized encrypted secret format');
-  const decipher = createDecipheriv('aes-256-gcm', key, Buffer.from(iv, 'base64'));
-  decipher.setAuthTag(Buffer.from(tag, 'base64'));
-  return Buffer.concat([decipher.update(Buffer.from(ct, 'base64')), decipher.final()]).toString('utf8');
+  let failure: unknown;
+  for (const k of [key, ...others]) {
+    try {
+      const decipher = createDecipheriv('aes-256-gcm', k, Buffer.from(iv, 'base64'));
+      decipher.setAuthTag(Buffer.from(tag, 'base64'));
+      return Buffer.concat([decipher.update(Buffer.from(ct, 'base64')), decipher.final()]).toString('utf8');
+    } catch (e) {
+      failure ??= e;
+    }
+  }
+  throw failure;
 }

@@ -1,16 +1,22 @@
 import { AsyncResource } from 'node:async_hooks';
-import type { EventType } from '../domain/events.js';
+import type { DomainEvent, EventData, EventType } from '../domain/events.js';
 
 /**
- * An event just committed, as its operation emitted it. It has no sequence yet: consumers that need the
- * order (webhook fan-out, live updates) read the outbox; the bus only wakes them up without delay.
+ * An event just committed, as its operation emitted it (one of the catalogue's types: `type` narrows
+ * `data`). It has no sequence yet: consumers that need the order (webhook fan-out, live updates) read
+ * the outbox; the bus only wakes them up without delay.
  */
-export interface PublishedEvent {
-  id: string;
-  type: EventType;
-  orgId: string;
-  data: Record<string, unknown>;
-  createdAt: string;
+export type PublishedEvent = DomainEvent & { id: string; createdAt: string };
+
+/** A published event from an emit of type `T` (TypeScript cannot pair a generic type with its data). */
+export function publishedEvent<T extends EventType>(
+  id: string,
+  type: T,
+  orgId: string,
+  data: EventData<T>,
+  createdAt: string,
+): PublishedEvent {
+  return { id, type, orgId, data, createdAt } as PublishedEvent;
 }
 type Listener = (events: PublishedEvent[]) => void;
 

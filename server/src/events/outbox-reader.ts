@@ -1,7 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import type { Logger } from 'pino';
+import { parseEvent, type TypedEventData } from '../domain/events.js';
+import { systemClock, type Clock, type ClockTimer } from '../runtime/clock.js';
+import type { EventDeadLetterRow } from '../storage/schema.js';
 import type { Storage } from '../storage/storage.js';
+import { EventStore } from '../storage/stores/events.js';
 import type { Executor } from '../storage/stores/executor.js';
 import type { EventBus } from './bus.js';
 
@@ -46,10 +50,18 @@ import type { EventBus } from './bus.js';
  * between its commit and its pass, a lost listening connection, a reader without `listen`): it numbers
  * what is left and wakes the consumers whether or not it numbered anything, since another reader may
  * have numbered events without telling this one.
+ *
+ * Dead letters: every row read is parsed with its type's schema of the event catalogue before any
+ * consumer sees it. A row that fails (not JSON, an unknown type, data that does not match) is logged
+ * once per process at error level with its id, type, position and the paths that failed (never the
+ * values: a command's data carries its response_url), recorded in `event_dead_letters` (migration 0010;
+ * EventStore.deadLetter, idempotent across consumers and instances) and counted in `stats.deadLettered`;
+ * consumers read on past it. Reads still return `limit` events when that many valid ones follow, so a
+ * short read keeps meaning "that was all".
  */
 
-export interface OutboxEvent {
-  /** Commit-ordered position: the cursor of every consumer. */
+/** An outbox row as stored. */
+interface OutboxRow {
   position: number;
   seq: number;
   id: string;
@@ -60,9 +72,30 @@ export interface OutboxEvent {
   created_at: string;
 }
 
+/**
+ * An outbox event as every consumer gets it: checked against its type's schema in the event catalogue
+ * (domain/events.ts), so `type` narrows `data`. A row that does not match is never handed out: it is
+ * logged and dead-lettered (see "Dead letters" below).
+ */
+export type OutboxEvent = TypedEventData & {
+  /** Commit-ordered position: the cursor of every consumer. */
+  position: number;
+  seq: number;
+  id: string;
+  org_id: string;
+  /** `data` as stored (JSON text): what a webhook delivery sends, without serializing it again. */
+  dataJson: string;
+  created_at: string;
+};
+
 export interface OutboxReaderOptions {
-  /** Poll interval when nothing wakes the reader (a fallback: see "Latency" above). */
+  /**
+   * Poll interval when nothing wakes the reader (a fallback: see "Latency" above), by `clock`: a test
+   * clock moved on polls at once, like the jobs and retries it made due.
+   */
   pollMs?: number;
+  /** The server's clock (runtime/clock.ts); default: the system clock. */
+  clock?: Clock;
   /** Rows numbered per sequencer pass. */
   batch?: number;
   /**
@@ -87,7 +120,8 @@ export class OutboxReader {
   readonly #batch: number;
   readonly #listen: OutboxReaderOptions['listen'];
   readonly #listeners = new Set<Wake>();
-  #timer: NodeJS.Timeout | undefined;
+  readonly #clock: Clock;
+  #timer: ClockTimer | undefined;
   #unsubscribeBus: (() => void) | undefined;
   #unlisten: (() => Promise<void>) | undefined;
   /** The sequencer pass in progress and whether another one was asked for meanwhile. */
@@ -98,6 +132,10 @@ export class OutboxReader {
   #stopped = false;
   /** Tells this reader's own NOTIFYs from other instances'. */
   readonly #instance = randomUUID();
+  /** Dead-lettered event ids this process has logged already (a trailing one is read again). */
+  readonly #dead = new Set<string>();
+  /** Rows found not to match their schema (by this reader, since it started): see "Dead letters". */
+  readonly stats = { deadLettered: 0 };
 
   constructor(
     private readonly storage: Storage,
@@ -106,19 +144,19 @@ export class OutboxReader {
     opts: OutboxReaderOptions = {},
   ) {
     this.#pollMs = opts.pollMs ?? 1000;
+    this.#clock = opts.clock ?? systemClock;
     this.#batch = opts.batch ?? 1000;
     this.#listen = opts.listen;
   }
 
   get usesSequencer(): boolean {
-    return this.storage.dialect === 'postgres';
+    return this.storage.numbersOutboxAfterCommit;
   }
 
   async start(): Promise<void> {
     this.#stopped = false;
     this.#unsubscribeBus = this.bus.subscribe(() => this.#onCommit());
-    this.#timer = setInterval(() => this.#onPoll(), this.#pollMs);
-    this.#timer.unref();
+    this.#timer = this.#clock.setInterval(() => this.#onPoll(), this.#pollMs);
     if (this.usesSequencer && this.#listen) {
       try {
         const schema = (
@@ -138,7 +176,7 @@ export class OutboxReader {
   async stop(): Promise<void> {
     this.#stopped = true;
     this.#unsubscribeBus?.();
-    clearInterval(this.#timer);
+    this.#clock.clearTimeout(this.#timer);
     clearTimeout(this.#retry);
     clearTimeout(this.#soon);
     this.#soon = undefined;
@@ -154,17 +192,16 @@ export class OutboxReader {
   }
 
   /** Events after `position`, in position order; through `db` (e.g. an open transaction) if given. */
-  async readAfter(
-    position: number,
-    limit: number,
-    db: Executor = this.storage.stores.db,
-  ): Promise<OutboxEvent[]> {
-    const q = this.usesSequencer
-      ? sql<OutboxEvent>`select position, seq, id, org_id, type, data, created_at from events
-          where position > ${position} order by position limit ${limit}`
-      : sql<OutboxEvent>`select seq as position, seq, id, org_id, type, data, created_at from events
-          where seq > ${position} order by seq limit ${limit}`;
-    return (await q.execute(db)).rows;
+  readAfter(position: number, limit: number, db: Executor = this.storage.stores.db): Promise<OutboxEvent[]> {
+    const read = (after: number, n: number): Promise<OutboxRow[]> => {
+      const q = this.usesSequencer
+        ? sql<OutboxRow>`select position, seq, id, org_id, type, data, created_at from events
+            where position > ${after} order by position limit ${n}`
+        : sql<OutboxRow>`select seq as position, seq, id, org_id, type, data, created_at from events
+            where seq > ${after} order by seq limit ${n}`;
+      return q.execute(db).then((r) => r.rows);
+    };
+    return this.#checked(read, position, limit, db);
   }
 
   /**
@@ -175,20 +212,37 @@ export class OutboxReader {
    * higher positions than all it sees, and are read by the next pass.)
    */
   async readAfterLockedCursor(cursor: string, limit: number, db: Executor): Promise<OutboxEvent[]> {
-    const q = sql<OutboxEvent>`select position, seq, id, org_id, type, data, created_at from events
+    const q = sql<OutboxRow>`select position, seq, id, org_id, type, data, created_at from events
       where position > (select position from outbox_cursors where name = ${cursor} for update)
       order by position limit ${limit}`;
-    return (await q.execute(db)).rows;
+    const first = (await q.execute(db)).rows;
+    return this.#checked(
+      (after, n) =>
+        first
+          ? Promise.resolve(first)
+          : sql<OutboxRow>`select position, seq, id, org_id, type, data, created_at from events
+              where position > ${after} order by position limit ${n}`
+              .execute(db)
+              .then((r) => r.rows),
+      0,
+      limit,
+      db,
+      first,
+    );
   }
 
   /** Events of one organization with `after < position <= upTo`, in order, at most `limit` (resume). */
-  async readRange(orgId: string, after: number, upTo: number, limit: number): Promise<OutboxEvent[]> {
-    const q = this.usesSequencer
-      ? sql<OutboxEvent>`select position, seq, id, org_id, type, data, created_at from events
-          where org_id = ${orgId} and position > ${after} and position <= ${upTo} order by position limit ${limit}`
-      : sql<OutboxEvent>`select seq as position, seq, id, org_id, type, data, created_at from events
-          where org_id = ${orgId} and seq > ${after} and seq <= ${upTo} order by seq limit ${limit}`;
-    return (await q.execute(this.storage.stores.db)).rows;
+  readRange(orgId: string, after: number, upTo: number, limit: number): Promise<OutboxEvent[]> {
+    const db = this.storage.stores.db;
+    const read = (from: number, n: number): Promise<OutboxRow[]> => {
+      const q = this.usesSequencer
+        ? sql<OutboxRow>`select position, seq, id, org_id, type, data, created_at from events
+            where org_id = ${orgId} and position > ${from} and position <= ${upTo} order by position limit ${n}`
+        : sql<OutboxRow>`select seq as position, seq, id, org_id, type, data, created_at from events
+            where org_id = ${orgId} and seq > ${from} and seq <= ${upTo} order by seq limit ${n}`;
+      return q.execute(db).then((r) => r.rows);
+    };
+    return this.#checked(read, after, limit, db);
   }
 
   /** The newest position (0 when the outbox is empty): where a consumer that wants only new events starts. */
@@ -197,6 +251,83 @@ export class OutboxReader {
       ? sql<{ p: number | null }>`select max(position) as p from events`
       : sql<{ p: number | null }>`select max(seq) as p from events`;
     return Number((await q.execute(db)).rows[0]?.p ?? 0);
+  }
+
+  /**
+   * Reads rows with `read(after, n)` from `after` on and checks each against the catalogue; rows that
+   * fail are dead-lettered (through `db`, so inside the caller's transaction if it has one) and read
+   * past, so that up to `limit` valid events are returned whenever that many follow. `first` is an
+   * already read first page (the locked-cursor read).
+   */
+  async #checked(
+    read: (after: number, n: number) => Promise<OutboxRow[]>,
+    after: number,
+    limit: number,
+    db: Executor,
+    first?: OutboxRow[],
+  ): Promise<OutboxEvent[]> {
+    const out: OutboxEvent[] = [];
+    let asked = limit;
+    let rows = first ?? (await read(after, asked));
+    for (;;) {
+      const dead: EventDeadLetterRow[] = [];
+      for (const r of rows) {
+        const e = this.#check(r);
+        if ('error' in e) dead.push(e.error);
+        else out.push(e.event);
+      }
+      if (dead.length > 0) await new EventStore(db).deadLetter(dead);
+      if (rows.length < asked || out.length >= limit || dead.length === 0) return out;
+      // Dead rows took places of the page: read on for the rest.
+      after = Number(rows[rows.length - 1]!.position);
+      asked = limit - out.length;
+      rows = await read(after, asked);
+    }
+  }
+
+  #check(r: OutboxRow): { event: OutboxEvent } | { error: EventDeadLetterRow } {
+    let data: unknown;
+    let parsed: ReturnType<typeof parseEvent>;
+    try {
+      data = JSON.parse(r.data);
+      parsed = parseEvent(r.type, data);
+    } catch {
+      parsed = { ok: false, error: 'data is not JSON' };
+    }
+    const position = Number(r.position);
+    if (parsed.ok) {
+      return {
+        event: {
+          ...parsed.event,
+          position,
+          seq: Number(r.seq),
+          id: r.id,
+          org_id: r.org_id,
+          dataJson: r.data,
+          created_at: r.created_at,
+        },
+      };
+    }
+    if (!this.#dead.has(r.id)) {
+      if (this.#dead.size >= 10_000) this.#dead.clear();
+      this.#dead.add(r.id);
+      this.stats.deadLettered++;
+      this.log.error(
+        { eventId: r.id, type: r.type, position, orgId: r.org_id, error: parsed.error },
+        'outbox: event does not match its schema; dead-lettered (event_dead_letters), consumers read past it',
+      );
+    }
+    return {
+      error: {
+        event_id: r.id,
+        position,
+        org_id: r.org_id,
+        type: r.type.slice(0, 200),
+        error: parsed.error,
+        event_created_at: r.created_at,
+        dead_at: this.#clock.nowIso(),
+      },
+    };
   }
 
   /**

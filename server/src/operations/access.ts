@@ -1,4 +1,4 @@
-import { AppError, notFound } from '../domain/errors.js';
+import { AppError, conflict, notFound } from '../domain/errors.js';
 import type { ChannelRow, DmRoomRow, ProjectRow, TopicRow } from '../storage/schema.js';
 import type { Stores } from '../storage/stores/index.js';
 import type { ContainerRef } from '../storage/stores/messages.js';
@@ -36,12 +36,12 @@ export async function loadChannel(
   const ch = await stores.containers.getChannelFor(id, actorRef(actor));
   if (!ch || !inOrg(actor, ch.org_id)) throw notFound('Channel');
   const { is_member, ...row } = ch;
+  if (!is_member && !isOrgAdmin(actor, ch.org_id) && !(actor.kind === 'user' && ch.is_private === 0))
+    throw notFound('Channel');
+  if (access === 'read') return row;
+  if (row.archived_at) throw conflict('The channel is archived');
   if (is_member || isOrgAdmin(actor, ch.org_id)) return row;
-  if (actor.kind === 'user' && ch.is_private === 0) {
-    if (access === 'read') return row;
-    throw new AppError('forbidden', 'Join the channel before posting in it');
-  }
-  throw notFound('Channel');
+  throw new AppError('forbidden', 'Join the channel before posting in it');
 }
 
 /** Projects: members (users or bots) and organization admins. */
@@ -80,8 +80,11 @@ export async function loadContainer(
   switch (c.kind) {
     case 'channel':
       return { orgId: (await loadChannel(stores, actor, c.id, access)).org_id };
-    case 'topic':
-      return { orgId: (await loadTopic(stores, actor, c.id)).org_id };
+    case 'topic': {
+      const t = await loadTopic(stores, actor, c.id);
+      if (access === 'write' && t.archived_at) throw conflict('The topic is archived');
+      return { orgId: t.org_id };
+    }
     case 'dm_room':
       return { orgId: (await loadDmRoom(stores, actor, c.id)).org_id };
   }

@@ -1,9 +1,10 @@
 import type { Logger } from 'pino';
+import type { Clock } from '../runtime/clock.js';
 import type { Config } from '../config/config.js';
 import type { BotType, Role } from '../domain/roles.js';
 import type { EventBus } from '../events/bus.js';
 import type { Storage } from '../storage/storage.js';
-import type { TokenBucketLimiter } from '../domain/token-bucket.js';
+import type { RateLimiter } from '../domain/token-bucket.js';
 import type { BlobStore } from '../storage/blobs.js';
 import type { ToolCallRecorder } from './audit/tool-calls.js';
 import type { KeyUsageRecorder } from './auth/key-usage.js';
@@ -11,6 +12,8 @@ import type { BuiltinCatalogue } from './bots/builtins.js';
 import type { CommandDispatcher } from './commands/dispatch.js';
 import type { LoginGuard } from './auth/login-guard.js';
 import type { IdempotencyClaim } from './idempotency.js';
+import type { MetricsHooks } from '../metrics/hooks.js';
+import type { ReadinessCheck } from '../metrics/health.js';
 
 /** Who is calling: a signed-in user or a bot with an API key. */
 export type Actor = UserActor | BotActor;
@@ -37,6 +40,11 @@ export interface BotActor {
 /** Long-lived server services, built once at start and shared by every request. */
 export interface Services {
   config: Config;
+  /**
+   * Business time (runtime/clock.ts): write timestamps, the scheduler, the bots' `ctx.now`. The real
+   * clock unless a test passed a TestClock to startApp.
+   */
+  clock: Clock;
   storage: Storage;
   log: Logger;
   bus: EventBus;
@@ -44,19 +52,27 @@ export interface Services {
   /** MCP tools/call audit, buffered. */
   toolCalls: ToolCallRecorder;
   /** Rate-limit buckets of keys and users (REST and MCP share them). */
-  rateLimiter: TokenBucketLimiter;
+  rateLimiter: RateLimiter;
   /** Sign-in throttling and the bound on concurrent password hashing. */
+  /** Whether this instance does the work that must run once for all instances (scheduler/leader.ts). */
+  leader: { readonly isLeader: boolean };
   loginGuard: LoginGuard;
-  /** Uploaded file bytes under the data directory. */
+  /** Uploaded file bytes: on disk or in the database (storage/blobs.ts, docs/SCALING.md). */
   blobs: BlobStore;
   /** Slash commands of bots: delivery at once, response URLs, ephemeral replies to live connections. */
   commands: CommandDispatcher;
   /** AES-256 key for secrets that must be read back (webhook signing secrets). */
   encryptionKey: Buffer;
+  /** During a key rotation, the previous key: secrets under it are still read, never written. */
+  previousEncryptionKeys: readonly Buffer[];
   /** The scheduler's wake-up (set by app.ts once the scheduler exists). */
   jobs?: JobWakeup | undefined;
   /** The built-in bots' catalogue (bots/registry.ts, handed over by app.ts): installed in every organization. */
   builtins: BuiltinCatalogue;
+  /** Prometheus hooks (metrics/hooks.ts): what transports and workers count; no-ops when metrics are off. */
+  metrics: MetricsHooks;
+  /** Readiness of this instance (database, migrations, workers) for GET /api/health/ready (set by app.ts). */
+  readiness?: ReadinessCheck | undefined;
 }
 
 /**

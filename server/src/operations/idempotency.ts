@@ -1,6 +1,5 @@
 import { createHash } from 'node:crypto';
 import { AppError } from '../domain/errors.js';
-import { nowIso } from '../domain/ids.js';
 import type { Stores } from '../storage/stores/index.js';
 import type { Actor, Services } from './context.js';
 
@@ -125,7 +124,7 @@ export async function withIdempotency(
   const deadline = Date.now() + (opts.waitMs ?? 5000);
 
   for (;;) {
-    const now = nowIso();
+    const now = services.clock.nowIso(); // record times are business time (runtime/clock.ts)
     await store.deleteIfOlder(rk, new Date(Date.parse(now) - IDEMPOTENCY_TTL_MS).toISOString());
     if (await store.claim(rk, hash, now)) {
       const pending: IdempotencyClaim = { key: rk, statusOf: opts.statusOf ?? (() => 200) };
@@ -157,7 +156,7 @@ export async function withIdempotency(
     if (row.state === 'done') {
       return { status: row.status_code ?? 200, body: JSON.parse(row.response ?? 'null'), replayed: true };
     }
-    if (Date.parse(row.created_at) < Date.now() - STALE_PENDING_MS) {
+    if (Date.parse(row.created_at) < services.clock.now() - STALE_PENDING_MS) {
       await store.release(rk, row.created_at);
       continue;
     }
@@ -184,7 +183,8 @@ export class IdempotencyPurger {
   }
 
   async purge(): Promise<void> {
-    const before = new Date(Date.now() - IDEMPOTENCY_TTL_MS).toISOString();
+    if (!this.services.leader.isLeader) return; // one instance does it (scheduler/leader.ts)
+    const before = new Date(this.services.clock.now() - IDEMPOTENCY_TTL_MS).toISOString();
     try {
       await this.services.storage.stores.idempotency.purgeOlderThan(before);
     } catch (err) {

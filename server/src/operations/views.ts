@@ -50,6 +50,8 @@ export const ChannelView = z.object({
   is_private: z.boolean(),
   created_at: ts,
   updated_at: ts,
+  archived_at: ts.nullable(),
+  created_by: z.string().nullable().describe('The user who created it'),
 });
 export const channelView = (c: ChannelRow): z.infer<typeof ChannelView> => ({
   id: c.id,
@@ -59,6 +61,8 @@ export const channelView = (c: ChannelRow): z.infer<typeof ChannelView> => ({
   is_private: c.is_private === 1,
   created_at: c.created_at,
   updated_at: c.updated_at,
+  archived_at: c.archived_at ?? null,
+  created_by: c.created_by,
 });
 
 export const ProjectView = z.object({
@@ -67,6 +71,8 @@ export const ProjectView = z.object({
   name: z.string(),
   description: z.string(),
   created_at: ts,
+  archived_at: ts.nullable(),
+  created_by: z.string().nullable().describe('The user who created it'),
 });
 export const projectView = (p: ProjectRow): z.infer<typeof ProjectView> => ({
   id: p.id,
@@ -74,6 +80,8 @@ export const projectView = (p: ProjectRow): z.infer<typeof ProjectView> => ({
   name: p.name,
   description: p.description,
   created_at: p.created_at,
+  archived_at: p.archived_at ?? null,
+  created_by: p.created_by,
 });
 
 export const TopicView = z.object({
@@ -82,6 +90,8 @@ export const TopicView = z.object({
   project_id: z.string(),
   name: z.string(),
   created_at: ts,
+  archived_at: ts.nullable(),
+  created_by: z.string().nullable().describe('The user who created it'),
 });
 export const topicView = (t: TopicRow): z.infer<typeof TopicView> => ({
   id: t.id,
@@ -89,6 +99,8 @@ export const topicView = (t: TopicRow): z.infer<typeof TopicView> => ({
   project_id: t.project_id,
   name: t.name,
   created_at: t.created_at,
+  archived_at: t.archived_at ?? null,
+  created_by: t.created_by,
 });
 
 export const DmRoomView = z.object({

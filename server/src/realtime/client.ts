@@ -10,6 +10,8 @@ export interface RealtimeStats {
   peakBufferedBytes: number;
   /** Clients disconnected for not reading fast enough. */
   slowDisconnects: number;
+  /** Events sent by replays (resumes), in all. */
+  replayedEvents: number;
 }
 
 export type ClientState = 'auth' | 'authenticating' | 'replaying' | 'live' | 'closed';
@@ -39,6 +41,8 @@ export class RealtimeClient {
     readonly ws: WebSocket,
     private readonly limits: RealtimeLimits,
     private readonly stats: RealtimeStats,
+    /** The client's address as the pre-auth pool counts it (fairness.ts `addressKey`). */
+    readonly address: string,
   ) {}
 
   get open(): boolean {

@@ -1,14 +1,17 @@
+import type { TypedEventData } from '../domain/events.js';
 import type { OutboxEvent, OutboxReader } from '../events/outbox-reader.js';
 
-/** An outbox event as the WebSocket hub sees it: `seq` is its position in the one commit order. */
-export interface FeedEvent {
+/**
+ * An outbox event as the WebSocket hub sees it: one of the event catalogue's types (`type` narrows
+ * `data`, checked against its schema by the outbox reader); `seq` is its position in the one commit
+ * order.
+ */
+export type FeedEvent = TypedEventData & {
   seq: number;
   id: string;
   orgId: string;
-  type: string;
-  data: Record<string, unknown>;
   createdAt: string;
-}
+};
 
 /**
  * What the hub needs from the outbox: every event once, in position order, with no gap, and a way to
@@ -65,12 +68,13 @@ export class ReaderFeed implements EventFeed {
 }
 
 function toFeedEvent(r: OutboxEvent): FeedEvent {
+  // The pair (type, data) as checked; TypeScript cannot rebuild the union from its two members.
   return {
-    seq: Number(r.position),
+    type: r.type,
+    data: r.data,
+    seq: r.position,
     id: r.id,
     orgId: r.org_id,
-    type: r.type,
-    data: JSON.parse(r.data) as Record<string, unknown>,
     createdAt: r.created_at,
-  };
+  } as FeedEvent;
 }

@@ -16,6 +16,22 @@ export const CLOSE = {
   tooManyConnections: 4429,
 } as const;
 
+/** An upgrade refused before it became a WebSocket: the plain HTTP answer, JSON like every error. */
+export function refusal(
+  status: 400 | 503,
+  code: string,
+  message: string,
+  retryAfterSeconds?: number,
+): string {
+  const body = JSON.stringify({ error: { code, message } });
+  const reason = status === 400 ? 'Bad Request' : 'Service Unavailable';
+  const retry = retryAfterSeconds === undefined ? '' : `Retry-After: ${retryAfterSeconds}\r\n`;
+  return (
+    `HTTP/1.1 ${status} ${reason}\r\nConnection: close\r\nContent-Type: application/json\r\n${retry}` +
+    `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`
+  );
+}
+
 export interface RealtimeLimits {
   /** Bytes queued for one client before it is disconnected with 1013. */
   maxBufferedBytes: number;
@@ -23,24 +39,53 @@ export interface RealtimeLimits {
   maxPendingEvents: number;
   /** Largest frame a client may send (ws `maxPayload`; larger frames close with 1009). */
   maxPayloadBytes: number;
+  /** The authentication window: a connection without its auth message by then is closed with 4401. */
   authTimeoutMs: number;
   heartbeatMs: number;
   maxConnectionsPerUser: number;
-  /** Connections that have not authenticated yet, in all; more are refused with HTTP 503. */
+  /**
+   * Connections not authenticated yet, in all. When the pool is full, a newcomer from an address that
+   * holds fewer of them than the biggest holder takes the place of that holder's oldest one (closed with
+   * 1013); otherwise the upgrade answers HTTP 503.
+   */
   maxUnauthenticated: number;
+  /** Connections not authenticated yet from one client address (an IPv6 /64); more answer HTTP 503. */
+  maxUnauthenticatedPerAddress: number;
   /** A resume point further back than this many positions answers `reset` instead of a replay. */
   maxReplaySpan: number;
+  /** Replays running at once for one user, for one organization, in all; more wait their turn. */
+  maxResumesPerUser: number;
+  maxResumesPerOrg: number;
+  maxResumes: number;
+  /** Events read from the outbox per replay query, and the positions one query may scan at most. */
+  replayPage: number;
+  replayScanWindow: number;
+  /**
+   * Milliseconds of replay work per turn of the event loop, shared by every replay: between two turns
+   * of replay the server serves everything else that is ready.
+   */
+  replaySliceMs: number;
+  /** While other work runs, the share of the time replays may take at most (between 0 and 1). */
+  replayShare: number;
 }
 
 export const DEFAULT_LIMITS: RealtimeLimits = {
   maxBufferedBytes: 1024 * 1024,
   maxPendingEvents: 10_000,
   maxPayloadBytes: 16 * 1024,
-  authTimeoutMs: 10_000,
+  authTimeoutMs: 5_000,
   heartbeatMs: 30_000,
   maxConnectionsPerUser: 10,
-  maxUnauthenticated: 1000,
-  maxReplaySpan: 100_000,
+  maxUnauthenticated: 2_000,
+  maxUnauthenticatedPerAddress: 50,
+  maxReplaySpan: 10_000,
+  maxResumesPerUser: 2,
+  maxResumesPerOrg: 4,
+  maxResumes: 16,
+  replayPage: 50,
+  replayScanWindow: 2_000,
+  replaySliceMs: 1,
+  replayShare: 0.25,
 };
 
 const AuthMessage = z.object({

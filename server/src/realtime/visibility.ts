@@ -25,6 +25,16 @@ export const PUSHED_EVENT_TYPES: ReadonlySet<string> = new Set([
   'channel.updated',
   'member.joined',
   'member.left',
+  'channel.created',
+  'channel.archived',
+  'project.created',
+  'project.updated',
+  'project.archived',
+  'topic.created',
+  'topic.updated',
+  'topic.archived',
+  'reaction.added',
+  'reaction.removed',
   ...USER_EVENT_TYPES,
 ]);
 const FOR_ONE_USER: ReadonlySet<string> = new Set(USER_EVENT_TYPES);
@@ -39,7 +49,7 @@ const str = (v: unknown): string | undefined => (typeof v === 'string' && v.leng
 
 /** The container an event belongs to; null when it belongs to none (then it is not pushed). */
 export function containerOf(ev: FeedEvent): ContainerKey | null {
-  const d = ev.data;
+  const d: Readonly<Record<string, unknown>> = ev.data;
   const channel = str(d.channel_id);
   if (channel) return { kind: 'channel', id: channel };
   const topic = str(d.topic_id);
@@ -107,7 +117,7 @@ export class VisibilityCache {
   canSee(ev: FeedEvent): boolean | Promise<boolean> {
     if (ev.orgId !== this.actor.orgId || !PUSHED_EVENT_TYPES.has(ev.type)) return false;
     // A user event (a read marker) is that user's own business: nobody else's, whatever they can read.
-    if (FOR_ONE_USER.has(ev.type)) return ev.data.user_id === this.actor.userId;
+    if (FOR_ONE_USER.has(ev.type)) return 'user_id' in ev.data && ev.data.user_id === this.actor.userId;
     if (isAboutUser(ev, this.actor.userId)) return true;
     const c = containerOf(ev);
     if (!c) return false;

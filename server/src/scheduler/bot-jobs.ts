@@ -1,5 +1,5 @@
 import type { Services } from '../operations/context.js';
-import { write } from '../operations/write.js';
+import { outsideRequest, write } from '../operations/write.js';
 import type { JobHandler, ScheduledJob } from './job.js';
 
 /**
@@ -31,7 +31,7 @@ export class BotJobHandler implements JobHandler {
  * lost meanwhile (the job was taken over), nothing is written.
  */
 export async function emitJobDue(services: Services, job: ScheduledJob): Promise<void> {
-  await write(services, async ({ stores, now, emit }) => {
+  await write(outsideRequest(services), async ({ stores, now, emit }) => {
     if (!(await stores.scheduledJobs.complete(job.id, job.attempts, now))) {
       throw new Error('the claim on the job was lost; not delivered');
     }

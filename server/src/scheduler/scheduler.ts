@@ -1,11 +1,12 @@
 import type { Selectable } from 'kysely';
 import type { Logger } from 'pino';
 import type { Config } from '../config/config.js';
-import { nowIso } from '../domain/ids.js';
 import type { ScheduledJobRow } from '../storage/schema.js';
 import type { Storage } from '../storage/storage.js';
+import { systemClock, type Clock, type ClockTimer } from '../runtime/clock.js';
 import type { Service } from '../runtime/lifecycle.js';
 import type { JobHandler, ScheduledJob } from './job.js';
+import { noMetrics, type MetricsHooks } from '../metrics/hooks.js';
 
 /**
  * The durable scheduler (docs/SCHEDULER.md): jobs are rows of `scheduled_jobs`, so they survive
@@ -23,6 +24,10 @@ import type { JobHandler, ScheduledJob } from './job.js';
  * scheduled by other instances, clock jumps). A claim's lease is renewed while its handler runs, so
  * only a dead runner's jobs are taken over. Every change of a claimed job is fenced by its attempt
  * number (a runner that lost its claim changes nothing).
+ *
+ * Time: due times, leases, the grace, retry times and the poll, due and renewal timers are read from
+ * `clock` (runtime/clock.ts: business time, which a test can move); a handler's time-out and the
+ * shutdown deadline measure work and stay on real time.
  */
 
 /** Finished jobs are deleted this long after their last change. */
@@ -33,24 +38,34 @@ export interface SchedulerOptions {
   log: Logger;
   config: Config['scheduler'];
   handler: JobHandler;
+  /** Business time; default: the system clock. */
+  clock?: Clock;
+  /** Counts jobs started (and how late) and how their attempts ended (docs/METRICS.md). */
+  metrics?: MetricsHooks;
+  /** Whether this instance does the singleton work (pruning; scheduler/leader.ts); default: yes. */
+  isLeader?: () => boolean;
 }
 
 export class Scheduler implements Service {
   readonly name = 'scheduler';
   readonly #o: SchedulerOptions;
+  readonly #clock: Clock;
+  readonly #metrics: MetricsHooks;
   readonly #active = new Map<string, { promise: Promise<void>; abort: AbortController }>();
   #claiming: Promise<void> | undefined;
   #again = false;
   #stopping = false;
   #soon = false;
-  #poll: NodeJS.Timeout | undefined;
-  #pruneTimer: NodeJS.Timeout | undefined;
-  #dueTimer: NodeJS.Timeout | undefined;
+  #poll: ClockTimer | undefined;
+  #pruneTimer: ClockTimer | undefined;
+  #dueTimer: ClockTimer | undefined;
   /** When the due timer fires (epoch ms), if armed. */
   #dueAt = Infinity;
 
   constructor(opts: SchedulerOptions) {
     this.#o = opts;
+    this.#clock = opts.clock ?? systemClock;
+    this.#metrics = opts.metrics ?? noMetrics;
   }
 
   get maxAttempts(): number {
@@ -58,10 +73,10 @@ export class Scheduler implements Service {
   }
 
   start(): void {
-    this.#poll = setInterval(() => this.wake(), this.#o.config.pollMs);
-    this.#poll.unref();
-    this.#pruneTimer = setInterval(() => void this.prune(), 3_600_000);
-    this.#pruneTimer.unref();
+    this.#poll = this.#clock.setInterval(() => this.wake(), this.#o.config.pollMs);
+    this.#pruneTimer = this.#clock.setInterval(() => {
+      if (this.#o.isLeader?.() ?? true) void this.prune(); // once for all instances
+    }, 3_600_000);
     this.wake();
   }
 
@@ -69,7 +84,7 @@ export class Scheduler implements Service {
   scheduled(runAt: string): void {
     if (this.#stopping) return;
     const at = Date.parse(runAt);
-    if (Number.isNaN(at) || at <= Date.now()) this.wake();
+    if (Number.isNaN(at) || at <= this.#clock.now()) this.wake();
     else this.#arm(at);
   }
 
@@ -97,10 +112,11 @@ export class Scheduler implements Service {
    */
   async drain(deadlineMs: number): Promise<void> {
     this.#stopping = true;
-    clearInterval(this.#poll);
-    clearInterval(this.#pruneTimer);
-    clearTimeout(this.#dueTimer);
+    this.#clock.clearTimeout(this.#poll);
+    this.#clock.clearTimeout(this.#pruneTimer);
+    this.#clock.clearTimeout(this.#dueTimer);
     await this.#claiming;
+    // The deadline is the lifecycle's, in real time.
     const left = Math.max(0, deadlineMs - Date.now());
     const all = [...this.#active.values()];
     await Promise.race([
@@ -116,7 +132,7 @@ export class Scheduler implements Service {
 
   /** Deletes finished jobs older than the retention, a batch at a time. */
   async prune(): Promise<number> {
-    const before = new Date(Date.now() - JOB_RETENTION_MS).toISOString();
+    const before = new Date(this.#clock.now() - JOB_RETENTION_MS).toISOString();
     let total = 0;
     try {
       for (;;) {
@@ -145,7 +161,7 @@ export class Scheduler implements Service {
 
   async #claimOnce(limit: number): Promise<number> {
     const c = this.#o.config;
-    const now = Date.now();
+    const now = this.#clock.now();
     const { expired, claimed } = await this.#o.storage.transaction(async (stores) => {
       const args = {
         now: new Date(now).toISOString(),
@@ -166,12 +182,16 @@ export class Scheduler implements Service {
       return { expired, claimed };
     });
     for (const j of expired) {
+      this.#metrics.jobFinished(j.last_error?.startsWith('missed') ? 'missed' : 'abandoned');
       this.#o.log.warn(
         { job: j.id, bot: j.bot_id, kind: j.kind, error: j.last_error },
         'scheduled job not run',
       );
     }
-    for (const row of claimed) this.#start(row);
+    for (const row of claimed) {
+      this.#metrics.jobStarted((now - Date.parse(row.run_at)) / 1000);
+      this.#start(row);
+    }
     return claimed.length;
   }
 
@@ -184,21 +204,20 @@ export class Scheduler implements Service {
 
   #arm(at: number): void {
     if (this.#stopping || Number.isNaN(at)) return;
-    const wait = at - Date.now();
+    const wait = at - this.#clock.now();
     if (wait <= 0) {
       this.#wakeSoon();
       return;
     }
     if (wait >= this.#o.config.pollMs) return; // the poll comes first
-    if (this.#dueTimer && this.#dueAt <= at && this.#dueAt > Date.now()) return; // an earlier one is armed
-    clearTimeout(this.#dueTimer);
+    if (this.#dueTimer && this.#dueAt <= at && this.#dueAt > this.#clock.now()) return; // an earlier one is armed
+    this.#clock.clearTimeout(this.#dueTimer);
     this.#dueAt = at;
-    this.#dueTimer = setTimeout(() => {
+    this.#dueTimer = this.#clock.setTimeout(() => {
       this.#dueTimer = undefined;
       this.#dueAt = Infinity;
       this.wake();
     }, wait + 1);
-    this.#dueTimer.unref();
   }
 
   #wakeSoon(): void {
@@ -243,26 +262,26 @@ export class Scheduler implements Service {
           row.attempts,
           bot ? 'the bot is disabled; not run' : 'the bot was deleted; not run',
           null,
-          nowIso(),
+          this.#clock.nowIso(),
           bot ? 'failed' : 'cancelled',
         ),
       );
+      this.#metrics.jobFinished(bot ? 'failed' : 'cancelled');
       return;
     }
 
     // Keep the claim while the handler runs.
     const renewEvery = Math.max(200, Math.floor(c.leaseMs / 3));
-    const renew = setInterval(() => {
+    const renew = this.#clock.setInterval(() => {
       this.#o.storage
         .transaction((s) =>
-          s.scheduledJobs.renew(row.id, row.attempts, new Date(Date.now() + c.leaseMs).toISOString()),
+          s.scheduledJobs.renew(row.id, row.attempts, new Date(this.#clock.now() + c.leaseMs).toISOString()),
         )
         .then((held) => {
           if (!held) abort.abort(new Error('the claim on the job was lost'));
         })
         .catch((err: unknown) => this.#o.log.warn({ err, job: row.id }, 'could not renew a job lease'));
     }, renewEvery);
-    renew.unref();
     let timeout: NodeJS.Timeout | undefined;
     let error: string | undefined;
     try {
@@ -278,21 +297,22 @@ export class Scheduler implements Service {
     } catch (err) {
       error = err instanceof Error ? err.message : String(err);
     } finally {
-      clearInterval(renew);
+      this.#clock.clearTimeout(renew);
       clearTimeout(timeout);
     }
     if (this.#stopping && abort.signal.aborted) return; // shutdown: the lease hands it on
-    const now = nowIso();
+    const now = this.#clock.nowIso();
     if (error === undefined) {
       // False when the handler completed it itself (job.due) or the claim was lost: nothing to do.
       await this.#o.storage.transaction((s) => s.scheduledJobs.complete(row.id, row.attempts, now));
+      this.#metrics.jobFinished('succeeded');
       return;
     }
     const delay = c.retryDelaysMs[row.attempts - 1];
     const retryAt =
       delay === undefined
         ? null
-        : new Date(Date.now() + Math.round(delay * (1 + Math.random() * 0.1))).toISOString();
+        : new Date(this.#clock.now() + Math.round(delay * (1 + Math.random() * 0.1))).toISOString();
     this.#o.log.warn(
       { job: row.id, kind: row.kind, attempt: row.attempts, err: error, retryAt },
       'scheduled job failed',
@@ -300,6 +320,7 @@ export class Scheduler implements Service {
     await this.#o.storage.transaction((s) =>
       s.scheduledJobs.fail(row.id, row.attempts, error.slice(0, 1000), retryAt, now),
     );
+    this.#metrics.jobFinished(retryAt === null ? 'failed' : 'retrying');
   }
 }
 

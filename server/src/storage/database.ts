@@ -13,6 +13,16 @@ import * as m0005 from './migrations/0005_bot_platform.js';
 import * as m0006 from './migrations/0006_scheduler.js';
 import * as m0007 from './migrations/0007_search_index_at_commit.js';
 import * as m0008 from './migrations/0008_outbox_numbering.js';
+import * as m0009 from './migrations/0009_quota_usage.js';
+import * as m0010 from './migrations/0010_event_dead_letters.js';
+import * as m0011 from './migrations/0011_reactions_archive.js';
+import * as m0012 from './migrations/0012_incoming_webhooks.js';
+import * as m0014 from './migrations/0014_blob_chunks.js';
+import * as m0015 from './migrations/0015_cluster_settings.js';
+import * as m0013 from './migrations/0013_webhook_signing_keys.js';
+import * as m0016 from './migrations/0016_shared_rate_limits.js';
+import * as m0017 from './migrations/0017_presence.js';
+import * as m0018 from './migrations/0018_leases.js';
 import { startCheckpointer, type Checkpointer } from './sqlite-checkpointer.js';
 import { useNamedStatements } from './pg-statements.js';
 import { engineDialect, SqliteEngine } from './sqlite-engine.js';
@@ -21,6 +31,14 @@ import { SqliteReaders, type Readers } from './sqlite-readers.js';
 import { makePrivateDatabaseFile, makePrivateDir } from './private-files.js';
 
 export type Dialect = 'sqlite' | 'postgres';
+
+/** Connections of the main pool: most it opens, in use, idle, and requests waiting for one. */
+export interface PoolUse {
+  max: number;
+  used: number;
+  idle: number;
+  waiting: number;
+}
 
 export interface DatabaseHandle {
   db: Kysely<Database>;
@@ -34,6 +52,8 @@ export interface DatabaseHandle {
   readers?: Readers;
   /** PostgreSQL schema, when not the default one. */
   schema?: string | undefined;
+  /** PostgreSQL: the main pool's connections (metrics). */
+  pool?: () => PoolUse;
   close(): Promise<void>;
 }
 
@@ -49,6 +69,16 @@ const MIGRATIONS: Record<string, MigrationUp> = {
   '0006_scheduler': m0006.up,
   '0007_search_index_at_commit': m0007.up,
   '0008_outbox_numbering': m0008.up,
+  '0009_quota_usage': m0009.up,
+  '0010_event_dead_letters': m0010.up,
+  '0011_reactions_archive': m0011.up,
+  '0012_incoming_webhooks': m0012.up,
+  '0014_blob_chunks': m0014.up,
+  '0015_cluster_settings': m0015.up,
+  '0013_webhook_signing_keys': m0013.up,
+  '0016_shared_rate_limits': m0016.up,
+  '0017_presence': m0017.up,
+  '0018_leases': m0018.up,
 };
 
 /**
@@ -135,7 +165,12 @@ export async function openPostgres(
     const client = new pg.Client({ connectionString: url });
     await client.connect();
     try {
+      // Instances starting together on a new schema: `if not exists` alone races (a duplicate key in
+      // pg_namespace), so one creates it at a time.
+      await client.query('begin');
+      await client.query('select pg_advisory_xact_lock(hashtext($1))', [`workroom.schema.${schema}`]);
       await client.query(`create schema if not exists "${schema}"`);
+      await client.query('commit');
     } finally {
       await client.end();
     }
@@ -161,6 +196,12 @@ export async function openPostgres(
     dialect: 'postgres',
     schema,
     readers,
+    pool: () => ({
+      max: poolSize,
+      used: pool.totalCount - pool.idleCount,
+      idle: pool.idleCount,
+      waiting: pool.waitingCount,
+    }),
     async close() {
       await readers.close();
       await db.destroy();
@@ -201,8 +242,11 @@ export async function migrate(
       return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
     }
     // Kysely looks for its migration tables with a query over every schema of the database (calling
-    // has_schema_privilege on each): a schema another client drops meanwhile fails that query with
-    // "schema … does not exist" (3F000). Not ours to worry about: look again shortly.
+    // has_schema_privilege on each, reading their tables' columns): a schema another client drops
+    // meanwhile fails that query with "schema … does not exist" (3F000), or, when the drop lands while
+    // its tables' columns are read, "column … of relation … does not exist" (42703) or "relation … does
+    // not exist" (42P01). Not ours to worry about: look again shortly. (A migration of ours failing so
+    // would fail ten times over and be thrown; migrations run in one transaction, so a retry is safe.)
     if (attempt < 10 && isOtherSchemaGone(error, handle.schema)) {
       await new Promise((r) => setTimeout(r, 10 + Math.random() * 40));
       continue;
@@ -222,6 +266,7 @@ function indexPendingAtCommit(engine: SqliteEngine): void {
 
 function isOtherSchemaGone(error: unknown, ours: string | undefined): boolean {
   const e = error as { code?: string; message?: string } | null;
+  if (e?.code === '42703' || e?.code === '42P01') return true;
   return e?.code === '3F000' && !(ours !== undefined && e.message?.includes(`"${ours}"`));
 }
 

@@ -28,16 +28,24 @@ export interface Database {
   bookmarks: BookmarkRow;
   files: FileRow;
   events: EventRow;
+  event_dead_letters: EventDeadLetterRow;
   idempotency_keys: IdempotencyKeyRow;
   tool_calls: ToolCallRow;
   outbox_cursors: OutboxCursorRow;
   webhook_deliveries: DeliveryRow;
   webhook_attempts: AttemptRow;
   webhook_health: WebhookHealthRow;
+  incoming_webhooks: IncomingWebhookRow;
+  bot_signing_keys: BotSigningKeyRow;
   notifications: NotificationRow;
   scheduled_jobs: ScheduledJobRow;
   bot_data: BotDataRow;
   read_markers: ReadMarkerRow;
+  quota_usage: QuotaUsageRow;
+  blobs: BlobRow;
+  blob_chunks: BlobChunkRow;
+  cluster_settings: ClusterSettingRow;
+  message_reactions: ReactionRow;
 }
 
 export interface OrganizationRow {
@@ -84,6 +92,8 @@ export interface ChannelRow {
   created_by: string | null;
   created_at: string;
   updated_at: string;
+  /** Set when archived (migration 0011): out of the listings, no new messages. */
+  archived_at?: string | null;
 }
 
 /** channel_members, project_members, dm_room_members: a member is a user or a bot. */
@@ -101,6 +111,8 @@ export interface ProjectRow {
   created_by: string | null;
   created_at: string;
   updated_at: string;
+  /** Set when archived (migration 0011): out of the listings, no new messages. */
+  archived_at?: string | null;
 }
 
 export interface TopicRow {
@@ -111,6 +123,8 @@ export interface TopicRow {
   created_by: string | null;
   created_at: string;
   updated_at: string;
+  /** Set when archived (migration 0011): out of the listings, no new messages. */
+  archived_at?: string | null;
 }
 
 export interface DmRoomRow {
@@ -260,6 +274,18 @@ export interface EventRow {
   created_at: string;
 }
 
+/** An outbox event whose data failed its schema on read (migration 0010; events/outbox-reader.ts). */
+export interface EventDeadLetterRow {
+  event_id: string;
+  position: number;
+  org_id: string;
+  type: string;
+  /** What did not match (paths and reasons, never values). */
+  error: string;
+  event_created_at: string;
+  dead_at: string;
+}
+
 export interface IdempotencyKeyRow {
   /** actor kind + id + the client's Idempotency-Key */
   key: string;
@@ -334,6 +360,39 @@ export interface WebhookHealthRow {
   paused_at: string | null;
   paused_reason: string | null;
   updated_at: string;
+  /** A pause until this time that the receiver asked for (Retry-After), migration 0012. */
+  hold_until?: string | null;
+  hold_reason?: string | null;
+  /** The most deliveries a minute the bot's owner allows to its endpoint; null: no limit (0012). */
+  max_per_minute?: number | null;
+}
+
+/** A bot's ed25519 webhook signing key (migration 0013): `whsk_` private key encrypted, `whpk_` public key. */
+export interface BotSigningKeyRow {
+  bot_id: string;
+  private_key_encrypted: string;
+  public_key: string;
+  created_at: string;
+}
+
+/** A Slack-compatible incoming webhook (migration 0012; operations/webhooks/incoming-webhooks.ts). */
+export interface IncomingWebhookRow {
+  id: string;
+  org_id: string;
+  /** The bot its messages are posted as (made with the webhook). */
+  bot_id: string;
+  name: string;
+  channel_id: string | null;
+  topic_id: string | null;
+  /** SHA-256 of the secret in its URL. */
+  secret_hash: string;
+  /** Template that turns any JSON body into the message (template mode); null: Slack's or our shape. */
+  template: string | null;
+  /** 1: a payload's `username` / `icon_emoji` are shown with the message. */
+  allow_overrides: number;
+  created_by: string;
+  created_at: string;
+  revoked_at: string | null;
 }
 
 export interface NotificationRow {
@@ -388,5 +447,52 @@ export interface ReadMarkerRow {
   container_id: string;
   last_read_at: string;
   last_read_message_id: string | null;
+  updated_at: string;
+}
+
+/** Bytes used per organization or user (operations/quotas.ts), changed with what they count. */
+export interface QuotaUsageRow {
+  org_id: string;
+  /** `upload_bytes`, `bot_data_bytes`, or `bots` (a row only locked, never counted). */
+  kind: string;
+  /** '' for the whole organization, `user:<id>` for one user. */
+  subject: string;
+  used: number;
+}
+
+/** An emoji reaction of a user or bot to a message (migration 0011). */
+export interface ReactionRow {
+  message_id: string;
+  emoji: string;
+  reactor_type: 'user' | 'bot';
+  reactor_id: string;
+  org_id: string;
+  created_at: string;
+}
+
+/** A file's bytes in the database (migration 0014; storage/blobs-database.ts), keyed by its storage path. */
+export interface BlobRow {
+  key: string;
+  /** The file it belongs to, set in the upload's transaction; null while the bytes stream in. */
+  file_id: string | null;
+  size: number;
+  chunks: number;
+  sha256: string | null;
+  /** 1 once every chunk is written. */
+  complete: number;
+  created_at: string;
+}
+
+/** 256 KiB of a blob, numbered from 0. */
+export interface BlobChunkRow {
+  blob_key: string;
+  seq: number;
+  data: Buffer;
+}
+
+/** A setting every instance on the database shares (migration 0015; encryption-key.ts). */
+export interface ClusterSettingRow {
+  name: string;
+  value: string;
   updated_at: string;
 }

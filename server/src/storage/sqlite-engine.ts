@@ -92,7 +92,7 @@ export class SqliteEngine {
     parameters: readonly unknown[],
   ): QueryResult<R> | Promise<QueryResult<R>> {
     const stmt = this.statement(text);
-    if (stmt.reader) {
+    if (isRead(stmt)) {
       if (this.#group && !this.reader) this.commitGroup(); // no reader (in-memory database): commit first
       return this.#committedRows<R>(stmt, text, parameters);
     }
@@ -128,7 +128,7 @@ export class SqliteEngine {
   readCommitted<R>(text: string, parameters: readonly unknown[]): QueryResult<R> | undefined {
     if (!this.reader) return undefined;
     const stmt = this.statement(text);
-    if (!stmt.reader) return undefined;
+    if (!isRead(stmt)) return undefined;
     return this.#committedRows<R>(stmt, text, parameters);
   }
 
@@ -327,6 +327,11 @@ export class SqliteEngine {
 
   get locked(): boolean {
     return this.#locked;
+  }
+
+  /** Transactions waiting for the writer (metrics). */
+  get waiting(): number {
+    return this.#waiters.length;
   }
 
   lock(): Promise<void> {
@@ -533,4 +538,13 @@ export async function engineTransaction<DB, T>(
   });
   await group!.committed;
   return result;
+}
+
+/**
+ * A read: returns rows and writes nothing. `reader` alone is not enough: an INSERT/UPDATE … RETURNING
+ * returns rows too, and taken for a read it would be answered from the committed-read cache (the write
+ * skipped) or sent to the read-only connection.
+ */
+function isRead(stmt: BetterSqlite3.Statement): boolean {
+  return stmt.reader && stmt.readonly;
 }

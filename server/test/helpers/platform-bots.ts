@@ -1,5 +1,7 @@
-import { expect } from 'vitest';
+import { expect, vi } from 'vitest';
+import type { TestClock } from '../../src/runtime/clock.js';
 import { expectStatus, type Api } from './client.js';
+import type { TestServer } from './server.js';
 import type { UserHandle } from './world.js';
 
 /**
@@ -88,12 +90,14 @@ export async function waitFor<T>(
   f: () => Promise<T | undefined | null | false>,
   ms = 60_000,
 ): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = await f();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(150);
+  try {
+    return (await vi.waitUntil(f, { timeout: ms, interval: 150 })) as T;
+  } catch (err) {
+    // vi.waitUntil stops at once on an error of `f` (as this loop did): only a time-out is renamed.
+    if (err instanceof Error && /timed out/i.test(err.message)) {
+      throw new Error(`timed out waiting for ${what}`, { cause: err });
+    }
+    throw err;
   }
 }
 
@@ -124,4 +128,43 @@ export function nextMinute(leadMs = 12_000): { hhmm: string; at: number } {
   const d = new Date(at);
   const hhmm = `${String(d.getUTCHours()).padStart(2, '0')}:${String(d.getUTCMinutes()).padStart(2, '0')}`;
   return { hhmm, at };
+}
+
+/**
+ * Moves the server's test clock on to `at` (epoch ms or ISO 8601) once its scheduler runs no job: a
+ * jump is taken between two steps of a test, never while a job is finishing (its lease, counted in
+ * clock time, would run out under it). Real time keeps flowing; the jobs now due run at once.
+ */
+export async function moveClockTo(srv: TestServer, clock: TestClock, at: number | string): Promise<void> {
+  // Idle in this process and in the table (a claim just committed is `running` before it is started).
+  const running = async () =>
+    srv.app.scheduler.running().length +
+    (
+      await srv.app.services.storage.transaction((s) =>
+        s.db.selectFrom('scheduled_jobs').select('id').where('state', '=', 'running').limit(1).execute(),
+      )
+    ).length;
+  await expect.poll(running, { timeout: 20_000, interval: 20 }).toBe(0);
+  clock.set(at);
+}
+
+/**
+ * Resolves once every job of the bot that is due by the test clock has finished (done, failed or
+ * cancelled) and the scheduler runs none: whatever those jobs post has been posted. The end of a
+ * "nothing more arrives" check, instead of a quiet period.
+ */
+export async function jobsSettled(srv: TestServer, clock: TestClock, botId: string): Promise<void> {
+  const stores = srv.app.services.storage.stores;
+  await expect
+    .poll(
+      async () => {
+        const open = [
+          ...(await stores.scheduledJobs.listForBot(botId, { state: 'pending', limit: 100 })),
+          ...(await stores.scheduledJobs.listForBot(botId, { state: 'running', limit: 100 })),
+        ].filter((j) => j.state === 'running' || Date.parse(j.run_at) <= clock.now());
+        return open.length + srv.app.scheduler.running().length;
+      },
+      { timeout: 20_000, interval: 50 },
+    )
+    .toBe(0);
 }

@@ -32,12 +32,12 @@ export class LiveClient {
     baseUrl: string,
     token: string,
     lastSeq?: number,
-    opts: { light?: boolean } = {},
+    opts: { light?: boolean; readyTimeoutMs?: number } = {},
   ): Promise<LiveClient> {
     const c = new LiveClient(baseUrl, opts);
     await c.opened();
     c.send({ type: 'auth', token, ...(lastSeq === undefined ? {} : { last_seq: lastSeq }) });
-    await c.waitFor((m) => m.type === 'ready');
+    await c.waitFor((m) => m.type === 'ready', opts.readyTimeoutMs);
     return c;
   }
 

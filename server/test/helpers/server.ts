@@ -19,11 +19,20 @@ export interface TestServer {
   dialect: 'sqlite' | 'postgres';
   /** Stops the server and removes its database. */
   close(): Promise<void>;
+  /**
+   * Stops the server (graceful, as on SIGTERM) and starts a new one in this process on the same port,
+   * database and options (the same clock); `whileDown` runs in between, e.g. to move a test clock
+   * through the time the server was not running. `app` is the new server afterwards.
+   */
+  restart(whileDown?: () => void | Promise<void>): Promise<void>;
 }
 
 export async function startTestServer(
   env: Record<string, string> = {},
-  /** Passed to startApp (e.g. a jobHandler). */
+  /**
+   * Passed to startApp: e.g. a jobHandler, or `clock`, a TestClock (server/src/runtime/clock.ts) the
+   * test moves instead of waiting for real time (the only way to set a server's clock: in process).
+   */
   appOptions: Parameters<typeof startApp>[1] = {},
 ): Promise<TestServer> {
   const dataDir = mkdtempSync(join(tmpdir(), 'workroom-test-'));
@@ -40,6 +49,8 @@ export async function startTestServer(
     // Rate limits are off unless a test turns them on (rate-limit tests pass their own values).
     WORKROOM_RATE_LIMIT_USER_PER_SECOND: '0',
     WORKROOM_RATE_LIMIT_BOT_PER_SECOND: '0',
+    // Metrics off (the default port would be shared by every test server); metrics tests turn them on.
+    WORKROOM_METRICS_PORT: '0',
     ...(pgUrl ? { DATABASE_URL: pgUrl, WORKROOM_DATABASE_SCHEMA: schema! } : {}),
     ...env,
   });
@@ -52,16 +63,23 @@ export async function startTestServer(
     rmSync(dataDir, { recursive: true, force: true });
     throw err;
   }
-  return {
+  const srv: TestServer = {
     url: app.url,
     app,
     dialect: app.services.storage.dialect,
     async close() {
-      await app.close();
+      await srv.app.close();
       if (pgUrl && schema) await dropSchema(pgUrl, schema);
       rmSync(dataDir, { recursive: true, force: true });
     },
+    async restart(whileDown) {
+      const port = new URL(srv.url).port;
+      await srv.app.close();
+      await whileDown?.();
+      srv.app = await startApp({ ...config, port: Number(port) }, appOptions);
+    },
   };
+  return srv;
 }
 
 export async function dropSchema(url: string, schema: string): Promise<void> {

@@ -9,7 +9,7 @@ import { freePort, startServerProc, type ServerProc } from './server-proc.js';
 import { World, type UserHandle } from './world.js';
 
 /**
- * The stand-up tests across real server processes (standup-scheduler, standup-crash): one data
+ * The stand-up test across real server processes (standup-crash): one data
  * directory or PostgreSQL schema, a server process on one port that the test stops, kills and starts
  * again, and the organization the stand-ups run in.
  */

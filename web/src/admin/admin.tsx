@@ -8,6 +8,7 @@ import { TopBar } from '../topbar';
 import { BotDetail } from './bot-detail';
 import { BotForm } from './bot-form';
 import { BuiltinBotDetail, BuiltinBots, isBuiltin, orgCount } from './builtin';
+import { IncomingWebhooks } from './incoming-webhooks';
 
 // The people page is its own chunk too: most visits to /admin are about bots.
 const People = lazy(() => import('./people').then((m) => ({ default: m.People })));
@@ -238,6 +239,7 @@ function BotsPage({ shell }: { shell: Shell }) {
           }}
         />
       )}
+      <IncomingWebhooks />
     </>
   );
 }

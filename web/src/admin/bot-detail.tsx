@@ -1,4 +1,4 @@
-import { useEffect, useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import { api, describe, ok } from '../api/client';
 import type { ApiKey, Bot, BotCommand, NewApiKey, Scope } from '../api/types';
 import { BotForm } from './bot-form';
@@ -20,11 +20,19 @@ export function BotDetail(props: {
   const [confirmDelete, setConfirmDelete] = useState(false);
   const [error, setError] = useState<string | null>(null);
   const path = { params: { path: { botId: bot.id } } };
+  const head = useRef<HTMLHeadingElement>(null);
+  // "Manage" opens the panel below the tables: bring it into view and move the focus to it.
+  useEffect(() => {
+    head.current?.scrollIntoView({ block: 'start', behavior: 'smooth' });
+    head.current?.focus({ preventScroll: true });
+  }, [bot.id]);
 
   return (
     <section class="panel" aria-labelledby="bot-title">
       <div class="panel-head">
-        <h2 id="bot-title">{bot.name}</h2>
+        <h2 id="bot-title" ref={head} tabIndex={-1}>
+          {bot.name}
+        </h2>
         <span class="muted">
           {bot.type} bot · {bot.status}
         </span>
@@ -89,6 +97,7 @@ export function BotDetail(props: {
       )}
       <ApiKeys bot={bot} />
       <WebhookSecret bot={bot} />
+      <BotChannels bot={bot} />
       <Commands bot={bot} />
       <Deliveries botId={bot.id} />
       <ToolCalls botId={bot.id} />
@@ -163,7 +172,7 @@ function ApiKeys({ bot }: { bot: Bot }) {
           </div>
         </div>
       )}
-      <form class="card form" onSubmit={issue} aria-label="Issue an API key">
+      <form class="card form" onSubmit={(e) => void issue(e)} aria-label="Issue an API key">
         <fieldset>
           <legend>Key type</legend>
           {(['live', 'test'] as const).map((t) => (
@@ -429,7 +438,7 @@ function Commands({ bot }: { bot: Bot }) {
           )}
         </ul>
       )}
-      <form class="card form inline" onSubmit={add} aria-label="Add a command">
+      <form class="card form inline" onSubmit={(e) => void add(e)} aria-label="Add a command">
         <label for="cmd-name">Command</label>
         <input
           id="cmd-name"
@@ -487,7 +496,7 @@ function EditCommand(props: { botId: string; command: BotCommand; onDone(saved: 
   }
 
   return (
-    <form class="card form inline" aria-label={`Edit /${c.command}`} onSubmit={save}>
+    <form class="card form inline" aria-label={`Edit /${c.command}`} onSubmit={(e) => void save(e)}>
       <p>
         <code>/{c.command}</code>
       </p>
@@ -514,5 +523,80 @@ function EditCommand(props: { botId: string; command: BotCommand; onDone(saved: 
         </button>
       </div>
     </form>
+  );
+}
+
+/** Adds the bot to a channel (or takes it out): what a team does before the bot can work there. */
+function BotChannels({ bot }: { bot: Bot }) {
+  const [channels, setChannels] = useState<{ id: string; name: string }[] | null>(null);
+  const [channelId, setChannelId] = useState('');
+  const [status, setStatus] = useState<string | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  useEffect(() => {
+    ok(api.GET('/api/channels', { params: { query: { joined: 'true' } } }))
+      .then((r) => {
+        setChannels(r.items);
+        setChannelId(r.items[0]?.id ?? '');
+      })
+      .catch((e: unknown) => setError(describe(e)));
+  }, [bot.id]);
+  const name = channels?.find((c) => c.id === channelId)?.name ?? '';
+  const act = async (add: boolean) => {
+    setError(null);
+    try {
+      if (add) {
+        const r = await ok(
+          api.POST('/api/channels/{channelId}/members', {
+            params: { path: { channelId } },
+            body: { bot_id: bot.id },
+          }),
+        );
+        setStatus(r.added ? `${bot.name} added to #${name}.` : `${bot.name} already is in #${name}.`);
+      } else {
+        const r = await ok(
+          api.DELETE('/api/channels/{channelId}/members/bots/{botId}', {
+            params: { path: { channelId, botId: bot.id } },
+          }),
+        );
+        setStatus(r.removed ? `${bot.name} removed from #${name}.` : `${bot.name} was not in #${name}.`);
+      }
+    } catch (e) {
+      setError(describe(e));
+    }
+  };
+  return (
+    <section aria-labelledby="bot-channels-title" class="sub">
+      <h3 id="bot-channels-title">Channels</h3>
+      {channels !== null && channels.length === 0 ? (
+        <p class="muted">You are in no channel yet: create one in the chat first.</p>
+      ) : (
+        <div class="buttons">
+          <label>
+            Channel{' '}
+            <select value={channelId} onChange={(e) => setChannelId(e.currentTarget.value)}>
+              {(channels ?? []).map((c) => (
+                <option key={c.id} value={c.id}>
+                  #{c.name}
+                </option>
+              ))}
+            </select>
+          </label>
+          <button type="button" class="primary" disabled={!channelId} onClick={() => void act(true)}>
+            Add to channel
+          </button>
+          <button type="button" disabled={!channelId} onClick={() => void act(false)}>
+            Remove from channel
+          </button>
+        </div>
+      )}
+      <p class="status" role="status">
+        {status}
+      </p>
+      {error !== null && (
+        <p class="error" role="alert">
+          {error}
+        </p>
+      )}
+    </section>
   );
 }

@@ -37,7 +37,7 @@ export function BotForm(props: {
   }
 
   return (
-    <form class="card form" onSubmit={submit} aria-labelledby={`bot-form-${id}`}>
+    <form class="card form" onSubmit={(e) => void submit(e)} aria-labelledby={`bot-form-${id}`}>
       <h3 id={`bot-form-${id}`}>{props.title}</h3>
       <label for={`bot-name-${id}`}>Name</label>
       <input

@@ -453,7 +453,7 @@ function EditBuiltin(props: { bot: Bot; onDone(message: string | null): Promise<
   }
 
   return (
-    <form class="card form" onSubmit={save} aria-labelledby={`${id}-title`}>
+    <form class="card form" onSubmit={(e) => void save(e)} aria-labelledby={`${id}-title`}>
       <h4 id={`${id}-title`}>Rename or describe {props.bot.name}</h4>
       <label for={`${id}-name`}>Name</label>
       <input

@@ -48,14 +48,17 @@ export function Deliveries({ botId }: { botId: string }) {
   };
   useEffect(() => void reload(), [botId, state]);
 
-  const act = (label: string, call: () => Promise<unknown>) => async () => {
-    try {
-      await call();
-      setStatus(label);
-      await reload();
-    } catch (e) {
-      setError(describe(e));
-    }
+  /** A click handler that runs `call`, then shows `label` and reloads; a failure is shown, never thrown. */
+  const act = (label: string, call: () => Promise<unknown>) => () => {
+    void (async () => {
+      try {
+        await call();
+        setStatus(label);
+        await reload();
+      } catch (e) {
+        setError(describe(e));
+      }
+    })();
   };
 
   return (

@@ -290,7 +290,7 @@ function AddPerson(props: {
   }
 
   return (
-    <form class="card form" aria-labelledby="add-person-title" onSubmit={submit}>
+    <form class="card form" aria-labelledby="add-person-title" onSubmit={(e) => void submit(e)}>
       <h3 id="add-person-title">Add a person</h3>
       {error !== null && (
         <p class="error" role="alert">
@@ -383,7 +383,7 @@ function EditPerson(props: {
       <th scope="row">{p.display_name}</th>
       <td class="wide">{p.email}</td>
       <td colSpan={4}>
-        <form class="row-form" aria-label={`Edit ${p.display_name}`} onSubmit={save}>
+        <form class="row-form" aria-label={`Edit ${p.display_name}`} onSubmit={(e) => void save(e)}>
           <label for={`${id}-role`}>Role</label>
           <select id={`${id}-role`} value={role} onChange={(e) => setRole(e.currentTarget.value as Role)}>
             {(roles.includes(p.role as Role) ? roles : [p.role as Role, ...roles]).map((r) => (

@@ -1,3 +1,4 @@
+import { currentToken } from './client';
 /**
  * Live updates over the WebSocket at /api/realtime (docs/REALTIME.md): the first message
  * authenticates with the user token and the last sequence number seen, so a dropped connection
@@ -5,13 +6,11 @@
  * seen `seq` is ignored, so nothing is lost or shown twice. `reset` means the server cannot replay
  * that far back: the app reloads what it shows. Reconnects back off exponentially (with jitter, at
  * most 30 s). Until a connection is ready the status is not 'live', and the chat polls instead.
+ * `LiveEvent` is generated from the server's event catalogue (live-events.ts): `event_type` narrows `data`.
  */
-export interface LiveEvent {
-  event_id: string;
-  event_type: string;
-  timestamp: string;
-  data: Record<string, unknown>;
-}
+import type { LiveEvent, LiveEventType } from './live-events';
+
+export type { LiveEvent, LiveEventType };
 
 export type LiveStatus = 'connecting' | 'live' | 'offline';
 
@@ -73,7 +72,8 @@ export class Realtime {
     }
     this.ws = ws;
     ws.onopen = () => {
-      const auth: Record<string, unknown> = { type: 'auth', token: this.token };
+      // The session's current token (a password change signs in again with a new one).
+      const auth: Record<string, unknown> = { type: 'auth', token: currentToken() ?? this.token };
       if (this.lastSeq !== undefined) auth.last_seq = this.lastSeq;
       ws.send(JSON.stringify(auth));
     };

@@ -18,7 +18,10 @@ export type Input<P extends keyof paths, M extends Method> = paths[P][M] extends
 
 export type User = Body<'/api/auth/me', 'get'>;
 export type Login = Body<'/api/auth/login', 'post'>;
-export type Message = Body<'/api/channels/{channelId}/messages', 'get'>['items'][number];
+type ListedMessage = Body<'/api/channels/{channelId}/messages', 'get'>['items'][number];
+/** A message as listed (with its reactions) or as sent, edited or pushed live (without them). */
+export type Message = Omit<ListedMessage, 'reactions'> & { reactions?: ListedMessage['reactions'] };
+export type Reaction = ListedMessage['reactions'][number];
 export type Channel = Body<'/api/channels', 'get'>['items'][number];
 export type Project = Body<'/api/projects', 'get'>['items'][number];
 export type Topic = Body<'/api/projects/{projectId}/topics', 'get'>['items'][number];

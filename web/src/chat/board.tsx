@@ -83,7 +83,7 @@ export function Board(props: { topicId: string; dir: Directory | null; version: 
       <p class="sr-only" role="status">
         {status}
       </p>
-      <form class="new-task" onSubmit={add} aria-label="New task">
+      <form class="new-task" onSubmit={(e) => void add(e)} aria-label="New task">
         <label>
           <span>Title</span>
           <input required maxLength={500} value={title} onInput={(e) => setTitle(e.currentTarget.value)} />

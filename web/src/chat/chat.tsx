@@ -9,6 +9,7 @@ import { Board } from './board';
 import { Composer } from './composer';
 import {
   loadDirectory,
+  messageFromHash,
   roomFromHash,
   roomKey,
   roomOfMessage,
@@ -20,7 +21,17 @@ import { HashtagCards } from './hashtag-card';
 import { MessageList } from './messages';
 import { useRoom } from './room';
 import { SearchResults } from './search';
-import { Sidebar } from './sidebar';
+import { Sidebar, type SidebarDialog } from './sidebar';
+import {
+  AccountDialog,
+  BrowseChannelsDialog,
+  isAdmin,
+  NewChannelDialog,
+  NewDmDialog,
+  NewProjectDialog,
+  NewTopicDialog,
+  RoomSettingsDialog,
+} from './team';
 import { RoomTabs, viewsOf, type RoomView } from './tabs';
 import { useUnread } from './unread';
 import { TopBar } from '../topbar';
@@ -36,6 +47,8 @@ interface Note {
   text: string;
   /** The command invocation it answers: its ephemeral reply arrives twice (live and in the answer). */
   invocation?: string;
+  /** A button offered with the note (a command whose bot is not in the room: add it and run again). */
+  action?: { label: string; run(): Promise<void> };
 }
 
 /**
@@ -97,6 +110,9 @@ export function Chat({ shell }: { shell: Shell }) {
   const [dirError, setDirError] = useState<string | null>(null);
   const [room, setRoomState] = useState<RoomRef | null>(roomFromHash);
   const unread = useUnread();
+  // setRoom is created once: it reads the counts of the latest render through this ref.
+  const unreadCounts = useRef(unread.counts);
+  unreadCounts.current = unread.counts;
   const [live, setLive] = useState<LiveStatus>('connecting');
   const [unreachable, setUnreachable] = useState(false);
   const [notes, setNotes] = useState<Note[]>([]);
@@ -104,6 +120,13 @@ export function Chat({ shell }: { shell: Shell }) {
   const [view, setView] = useState<RoomView>('messages');
   const [taskVersion, setTaskVersion] = useState(0);
   const [search, setSearch] = useState<string | null>(null);
+  const [dialog, setDialog] = useState<SidebarDialog | { kind: 'settings' } | { kind: 'account' } | null>(
+    null,
+  );
+  const [linkNote, setLinkNote] = useState<string | null>(null);
+  const [highlight, setHighlight] = useState<string | null>(messageFromHash);
+  /** Unread messages of the room when it was opened (its count clears at once): "Jump to first unread". */
+  const [unreadAtOpen, setUnreadAtOpen] = useState<{ room: string; count: number } | null>(null);
   const state = useRoom(room);
   const roomRef = useRef(room);
   roomRef.current = room;
@@ -123,11 +146,18 @@ export function Chat({ shell }: { shell: Shell }) {
   }, []);
   useEffect(reloadDirectory, []);
 
+  const leaveRoom = useCallback(() => {
+    history.pushState(null, '', '/');
+    setRoomState(null);
+    setDialog(null);
+  }, []);
+
   const setRoom = useCallback((r: RoomRef) => {
     if (location.hash !== `#/${r.kind}/${r.id}`) history.pushState(null, '', `/#/${r.kind}/${r.id}`);
     setRoomState(r);
     setView('messages');
     setSearch(null);
+    setUnreadAtOpen({ room: roomKey(r), count: unreadCounts.current.get(roomKey(r)) ?? 0 });
     unread.clear(roomKey(r));
     setNavOpen(false);
   }, []);
@@ -135,6 +165,7 @@ export function Chat({ shell }: { shell: Shell }) {
   // The back button, and links to /#/<kind>/<id>, change the open room.
   useEffect(() => {
     const onHash = () => {
+      setHighlight(messageFromHash());
       const r = roomFromHash();
       if (r && (roomRef.current === null || roomKey(r) !== roomKey(roomRef.current))) setRoom(r);
     };
@@ -149,13 +180,19 @@ export function Chat({ shell }: { shell: Shell }) {
       setRoom({ kind: 'channel', id: dir.channels[0].id });
   }, [dir, room]);
 
-  const addNote = useCallback((roomK: string, text: string, invocation?: string) => {
+  const addNote = useCallback((roomK: string, text: string, invocation?: string, action?: Note['action']) => {
     setNotes((n) =>
       invocation !== undefined && n.some((x) => x.invocation === invocation)
         ? n // shown already (the live push and the command's answer carry the same reply)
         : [
             ...n.slice(-20),
-            { id: ++noteSeq.current, room: roomK, text, ...(invocation ? { invocation } : {}) },
+            {
+              id: ++noteSeq.current,
+              room: roomK,
+              text,
+              ...(invocation ? { invocation } : {}),
+              ...(action ? { action } : {}),
+            },
           ],
     );
   }, []);
@@ -163,9 +200,8 @@ export function Chat({ shell }: { shell: Shell }) {
   // Live updates; while the socket is not live the open room is polled instead.
   const onEvent = useRef<(e: LiveEvent) => void>(() => undefined);
   onEvent.current = (e: LiveEvent) => {
-    const data = e.data;
     if (e.event_type === 'message.created' || e.event_type === 'message.updated') {
-      const m = messageFromEvent(data, me.org_id);
+      const m = messageFromEvent(e.data, me.org_id);
       const r = m && roomOfMessage(m);
       if (!m || !r) return;
       const cur = roomRef.current;
@@ -176,14 +212,34 @@ export function Chat({ shell }: { shell: Shell }) {
     } else if (e.event_type === 'read_marker.updated') {
       // This person read a room, here or in another tab or browser (the open room is shown read anyway).
       const cur = roomRef.current;
-      const open = cur && data.container_id === cur.id;
-      if (!open) unread.marked(data);
+      const open = cur && e.data.container_id === cur.id;
+      if (!open) unread.marked(e.data);
     } else if (e.event_type === 'message.deleted') {
-      if (typeof data.message_id === 'string') state.remove(data.message_id);
-    } else if (e.event_type.startsWith('task.')) {
+      state.remove(e.data.message_id);
+    } else if (e.event_type === 'reaction.added' || e.event_type === 'reaction.removed') {
+      const d = e.data;
+      state.react(d.message_id, {
+        emoji: d.emoji,
+        count: d.count,
+        reactor: { type: d.reactor_type, id: d.reactor_id },
+        added: e.event_type === 'reaction.added',
+      });
+    } else if (
+      e.event_type === 'task.created' ||
+      e.event_type === 'task.status_changed' ||
+      e.event_type === 'task.assigned'
+    ) {
       const cur = roomRef.current;
-      if (cur?.kind === 'topic' && data.topic_id === cur.id) setTaskVersion((v) => v + 1);
+      if (cur?.kind === 'topic' && e.data.topic_id === cur.id) setTaskVersion((v) => v + 1);
     } else if (/^(channel|member|project|topic|bot)\./.test(e.event_type)) {
+      // Removed from the open channel (or it was archived): it leaves the screen at once.
+      const d = e.data as Record<string, unknown>;
+      const cur = roomRef.current;
+      const gone =
+        (e.event_type === 'member.left' && d.member_type === 'user' && d.member_id === me.id) ||
+        e.event_type === 'channel.archived' ||
+        e.event_type === 'topic.archived';
+      if (gone && cur && (d.channel_id === cur.id || d.topic_id === cur.id)) leaveRoom();
       reloadDirectory();
     }
   };
@@ -298,18 +354,80 @@ export function Chat({ shell }: { shell: Shell }) {
     state.upsert(m);
   }
 
-  async function runCommand(text: string) {
+  async function runCommand(text: string, botId?: string) {
     if (room === null || target === null) return;
-    const r = await ok(api.POST('/api/commands/execute', { body: { text, ...target } }));
+    const body = { text, ...target, ...(botId !== undefined && { bot_id: botId }) };
+    let r: CommandResult;
+    try {
+      r = await ok(api.POST('/api/commands/execute', { body }));
+    } catch (e) {
+      // The command's bot is not in this channel: offer to add it (any member of the channel may) and
+      // run the command again.
+      const m = /^The bot (.+) is not a member here/.exec(e instanceof ApiError ? e.message : '');
+      const bot = m && dir ? [...dir.bots.values()].find((b) => b.name === m[1]) : undefined;
+      if (room.kind !== 'channel' || !bot) throw e;
+      const channelId = room.id;
+      addNote(
+        roomKey(room),
+        `${bot.name} is not in this channel, so /${text.slice(1).split(/\s/)[0]} cannot run here.`,
+        undefined,
+        {
+          label: `Add ${bot.name} and run it`,
+          run: async () => {
+            await ok(
+              api.POST('/api/channels/{channelId}/members', {
+                params: { path: { channelId } },
+                body: { bot_id: bot.id },
+              }),
+            );
+            await runCommand(text, bot.id);
+          },
+        },
+      );
+      return;
+    }
     const note = commandNote(r);
     if (note !== null) addNote(roomKey(room), note, r.reply?.ephemeral ? r.invocation_id : undefined);
   }
 
   const roomNotes = room ? notes.filter((n) => n.room === roomKey(room)) : [];
+  const admin = isAdmin(me);
+  const closeDialog = () => setDialog(null);
+  const openCreated = (r: RoomRef) => {
+    setDialog(null);
+    reloadDirectory();
+    setRoom(r);
+  };
+
+  async function react(m: Message, emoji: string, add: boolean) {
+    const r = add
+      ? await ok(
+          api.POST('/api/messages/{id}/reactions', { params: { path: { id: m.id } }, body: { emoji } }),
+        )
+      : await ok(
+          api.DELETE('/api/messages/{id}/reactions/{emoji}', { params: { path: { id: m.id, emoji } } }),
+        );
+    state.react(m.id, { all: r.reactions });
+  }
+
+  function copyLink(m: Message) {
+    if (room === null) return;
+    const url = `${location.origin}/#/${room.kind}/${room.id}/${m.id}`;
+    void navigator.clipboard?.writeText(url).then(
+      () => setLinkNote('Link copied.'),
+      () => setLinkNote(url),
+    );
+  }
 
   return (
     <div class={`app chat${navOpen ? ' nav-open' : ''}`}>
-      <TopBar shell={shell} here="chat" navOpen={navOpen} toggleNav={() => setNavOpen((o) => !o)} />
+      <TopBar
+        shell={shell}
+        here="chat"
+        navOpen={navOpen}
+        toggleNav={() => setNavOpen((o) => !o)}
+        account={() => setDialog({ kind: 'account' })}
+      />
       {unreachable && (
         <p class="banner" role="alert">
           The server cannot be reached. Messages will appear again as soon as it is back.
@@ -321,6 +439,7 @@ export function Chat({ shell }: { shell: Shell }) {
         current={room}
         unread={unread.counts}
         select={setRoom}
+        openDialog={setDialog}
         error={dirError}
         search={(q) => {
           setSearch(q);
@@ -344,6 +463,11 @@ export function Chat({ shell }: { shell: Shell }) {
       <main class="room" aria-labelledby="room-title" hidden={search !== null}>
         <div class="room-head">
           <h1 id="room-title">{title || 'Workroom'}</h1>
+          {room !== null && room.kind !== 'dm' && dir !== null && (
+            <button type="button" class="settings" onClick={() => setDialog({ kind: 'settings' })}>
+              {room.kind === 'channel' ? 'Channel settings' : 'Topic settings'}
+            </button>
+          )}
           {room !== null && room.kind !== 'dm' && (
             <RoomTabs views={viewsOf(room.kind)} view={view} setView={setView} />
           )}
@@ -406,6 +530,10 @@ export function Chat({ shell }: { shell: Shell }) {
                   }),
                 );
               }}
+              react={react}
+              copyLink={copyLink}
+              unreadAtOpen={unreadAtOpen?.room === roomKey(room) ? unreadAtOpen.count : 0}
+              highlight={highlight}
               {...(room.kind === 'channel' && {
                 bookmark: async (m: Message) => {
                   await ok(
@@ -423,6 +551,17 @@ export function Chat({ shell }: { shell: Shell }) {
                 {roomNotes.map((n) => (
                   <li key={n.id}>
                     <span class="badge">Only you</span> {n.text}
+                    {n.action && (
+                      <button
+                        type="button"
+                        onClick={() => {
+                          setNotes((all) => all.filter((x) => x.id !== n.id));
+                          void n.action!.run().catch((e: unknown) => addNote(n.room, describe(e)));
+                        }}
+                      >
+                        {n.action.label}
+                      </button>
+                    )}
                     <button
                       type="button"
                       class="link"
@@ -441,16 +580,64 @@ export function Chat({ shell }: { shell: Shell }) {
               runCommand={runCommand}
             />
           </div>
+        ) : dir !== null && dir.channels.length === 0 && dir.projects.length === 0 ? (
+          <FirstRun admin={admin} open={setDialog} navigate={shell.navigate} />
         ) : (
-          <p class="empty">
-            {dir === null
-              ? 'Loading…'
-              : dir.channels.length === 0
-                ? 'No channels yet.'
-                : 'Pick a channel, topic or conversation.'}
-          </p>
+          <p class="empty">{dir === null ? 'Loading…' : 'Pick a channel, topic or conversation.'}</p>
         )}
       </main>
+      {linkNote !== null && (
+        <p class="toast" role="status" onClick={() => setLinkNote(null)}>
+          {linkNote}
+        </p>
+      )}
+      {dialog?.kind === 'new-channel' && (
+        <NewChannelDialog onClose={closeDialog} created={(c) => openCreated({ kind: 'channel', id: c.id })} />
+      )}
+      {dialog?.kind === 'new-project' && (
+        <NewProjectDialog
+          onClose={closeDialog}
+          created={(_p, t) =>
+            t ? openCreated({ kind: 'topic', id: t.id }) : (setDialog(null), reloadDirectory())
+          }
+        />
+      )}
+      {dialog?.kind === 'new-topic' && dir?.projects.some((p) => p.id === dialog.projectId) && (
+        <NewTopicDialog
+          project={dir.projects.find((p) => p.id === dialog.projectId)!}
+          onClose={closeDialog}
+          created={(t) => openCreated({ kind: 'topic', id: t.id })}
+        />
+      )}
+      {dialog?.kind === 'browse' && dir !== null && (
+        <BrowseChannelsDialog dir={dir} meId={me.id} onClose={closeDialog} open={openCreated} />
+      )}
+      {dialog?.kind === 'new-dm' && (
+        <NewDmDialog onClose={closeDialog} opened={(id) => openCreated({ kind: 'dm', id })} />
+      )}
+      {dialog?.kind === 'settings' && dir !== null && room !== null && (
+        <RoomSettingsDialog
+          dir={dir}
+          me={me}
+          room={room}
+          onClose={() => {
+            setDialog(null);
+            reloadDirectory();
+          }}
+          left={() => {
+            leaveRoom();
+            reloadDirectory();
+          }}
+        />
+      )}
+      {dialog?.kind === 'account' && (
+        <AccountDialog
+          me={me}
+          onClose={closeDialog}
+          passwordChanged={shell.renewSession}
+          signOutEverywhere={shell.signOutEverywhere}
+        />
+      )}
       <HashtagCards
         dir={dir}
         open={(r, board) => {
@@ -459,5 +646,47 @@ export function Chat({ shell }: { shell: Shell }) {
         }}
       />
     </div>
+  );
+}
+
+/** What an empty workspace shows: the steps to a team that can start (admins get all three). */
+function FirstRun(props: { admin: boolean; open(d: SidebarDialog): void; navigate(to: string): void }) {
+  return (
+    <section class="first-run" aria-labelledby="first-run-title">
+      <h2 id="first-run-title">Welcome to Workroom</h2>
+      <p>Nothing here yet. Three steps and your team can start:</p>
+      <ol>
+        <li>
+          <strong>Create a channel</strong>
+          <p>A place for a team or a subject; public ones anyone can join.</p>
+          <button type="button" class="primary" onClick={() => props.open({ kind: 'new-channel' })}>
+            Create channel
+          </button>
+        </li>
+        {props.admin && (
+          <li>
+            <strong>Invite people</strong>
+            <p>Add your colleagues with an initial password; then add them to the channel.</p>
+            <button type="button" onClick={() => props.navigate('/admin/people')}>
+              Add people
+            </button>
+          </li>
+        )}
+        <li>
+          <strong>Add a bot</strong>
+          <p>Register a bot (its webhook, commands and keys), then add it to the channel from its page.</p>
+          <button type="button" onClick={() => props.navigate('/admin')}>
+            Register a bot
+          </button>
+        </li>
+      </ol>
+      <p>
+        Or{' '}
+        <button type="button" class="link" onClick={() => props.open({ kind: 'browse' })}>
+          browse the channels
+        </button>{' '}
+        others created.
+      </p>
+    </section>
   );
 }

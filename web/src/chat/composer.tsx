@@ -8,7 +8,8 @@ export interface ComposerProps {
   roomLabel: string;
   channelId: string | null;
   send(text: string): Promise<void>;
-  runCommand(text: string): Promise<void>;
+  /** Runs a slash command; `botId` when it was picked in the palette (the bot of that option). */
+  runCommand(text: string, botId?: string): Promise<void>;
 }
 
 type Popup =
@@ -46,6 +47,8 @@ export function Composer(props: ComposerProps) {
   const commands = useRef<Command[] | null>(null);
   const paletteOpen = useRef(false);
   const mentionSeq = useRef(0);
+  /** The palette option picked last: its bot is the one meant while the text still names its command. */
+  const picked = useRef<{ command: string; botId: string } | null>(null);
 
   // The palette's word: "/dep" → "dep"; closed once a space follows the command.
   const slash = /^\/([\w-]*)$/.exec(text);
@@ -124,7 +127,10 @@ export function Composer(props: ComposerProps) {
     if (popup === null) return;
     if (popup.kind === 'commands') {
       const c = popup.items[i];
-      if (c) setText(`/${c.command} `);
+      if (c) {
+        setText(`/${c.command} `);
+        picked.current = c.bot_id ? { command: c.command, botId: c.bot_id } : null;
+      }
     } else {
       const m = popup.items[i];
       const insert = m === undefined ? null : 'mention' in m ? m.mention : hashtagText(m);
@@ -145,8 +151,12 @@ export function Composer(props: ComposerProps) {
     if (value === '' || sending) return;
     setSending(true);
     try {
-      if (value.startsWith('/')) await props.runCommand(value);
-      else await props.send(value);
+      if (value.startsWith('/')) {
+        const p = picked.current;
+        const named = p !== null && (value === `/${p.command}` || value.startsWith(`/${p.command} `));
+        await props.runCommand(value, named ? p.botId : undefined);
+        picked.current = null;
+      } else await props.send(value);
       setText('');
     } catch (e) {
       setError(describe(e));
@@ -196,7 +206,9 @@ export function Composer(props: ComposerProps) {
   return (
     <div class="composer">
       {showPopup && popup.kind === 'commands' && (
-        <ul id="slash-palette" role="listbox" aria-label="Commands" class="popup">
+        // The list scrolls: focusable (tabindex 0), so a keyboard reaches all of it (axe
+        // scrollable-region-focusable); each option is named by what it shows.
+        <ul id="slash-palette" role="listbox" aria-label="Commands" class="popup" tabIndex={0}>
           {popup.items.length === 0 && <li class="none">No command matches /{slash?.[1]}</li>}
           {popup.items.map((c, i) => (
             <li
@@ -204,7 +216,6 @@ export function Composer(props: ComposerProps) {
               key={`${c.bot_id ?? ''}/${c.command}`}
               role="option"
               aria-selected={i === active}
-              aria-label={`/${c.command}`}
               aria-describedby={`${optionId(i)}-d`}
               onMouseDown={(e) => {
                 e.preventDefault();
@@ -212,10 +223,11 @@ export function Composer(props: ComposerProps) {
               }}
             >
               <span class="cmd">/{c.command}</span>
-              {c.usage_hint !== null && <span class="hint">{c.usage_hint}</span>}
-              <span class="desc" id={`${optionId(i)}-d`}>
+              {c.usage_hint !== null && <span class="hint"> {c.usage_hint}</span>}
+              {c.bot_name !== null && <span class="from"> · {c.bot_name}</span>}
+              {/* Shown, and read as the option's description rather than its name. */}
+              <span class="desc" id={`${optionId(i)}-d`} aria-hidden="true">
                 {c.description}
-                {c.bot_name !== null && <span class="from"> · {c.bot_name}</span>}
               </span>
             </li>
           ))}

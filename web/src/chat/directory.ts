@@ -28,7 +28,8 @@ export interface Directory {
 export async function loadDirectory(): Promise<Directory> {
   // One request for channels, projects and their topics; the rest in parallel with it.
   const [containers, dms, users, bots] = await Promise.all([
-    ok(api.GET('/api/containers', { params: { query: { type: 'all' } } })),
+    // The sidebar lists the channels one is in (others are found with "Browse channels").
+    ok(api.GET('/api/containers', { params: { query: { type: 'all', joined: 'true' } } })),
     ok(api.GET('/api/dm-rooms')),
     ok(api.GET('/api/users', { params: { query: { limit: 200 } } })),
     ok(api.GET('/api/bots')),
@@ -74,6 +75,11 @@ export function roomTitle(d: Directory, r: RoomRef, me: User): string {
 
 /** The room in the URL hash (#/channel/<id>), so a reload or a shared link opens the same room. */
 export function roomFromHash(): RoomRef | null {
-  const m = /^#\/(channel|topic|dm)\/([\w-]+)$/.exec(location.hash);
+  const m = /^#\/(channel|topic|dm)\/([\w-]+)(?:\/[\w-]+)?$/.exec(location.hash);
   return m ? { kind: m[1] as RoomRef['kind'], id: m[2]! } : null;
+}
+
+/** The message of a message link (/#/channel/<id>/<message id>), shown highlighted. */
+export function messageFromHash(): string | null {
+  return /^#\/(?:channel|topic|dm)\/[\w-]+\/([\w-]+)$/.exec(location.hash)?.[1] ?? null;
 }

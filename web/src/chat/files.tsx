@@ -138,7 +138,7 @@ export function Files(props: { channelId: string; dir: Directory | null }) {
       <p class="sr-only" role="status">
         {status}
       </p>
-      <form class="filters upload" aria-label="Upload a file" onSubmit={upload}>
+      <form class="filters upload" aria-label="Upload a file" onSubmit={(e) => void upload(e)}>
         <label>
           File
           <input ref={fileInput} type="file" name="file" />

@@ -3,6 +3,7 @@ import type { Message, User } from '../api/types';
 import { renderMessage } from '../markdown';
 import { MessageActions } from './actions';
 import { senderName, type Directory } from './directory';
+import { Avatar } from './team';
 import { useVirtualizer } from './virtual';
 
 const time = new Intl.DateTimeFormat(undefined, { hour: '2-digit', minute: '2-digit' });
@@ -22,7 +23,26 @@ export interface ListProps {
   invoke(m: Message, actionId: string, value?: string): Promise<void>;
   /** Bookmarks the message (channels only). */
   bookmark?(m: Message): Promise<void>;
+  /** Adds or takes back my reaction (absent where I may not post). */
+  react?(m: Message, emoji: string, add: boolean): Promise<void>;
+  /** Copies a link to the message. */
+  copyLink?(m: Message): void;
+  /** The message a link pointed at: shown highlighted. */
+  highlight?: string | null;
+  /** How many messages were unread when the room was opened: offers a jump to the first of them. */
+  unreadAtOpen?: number;
 }
+
+/** The reactions offered by the "Add reaction" menu. */
+export const QUICK_REACTIONS = ['👍', '❤️', '😄', '🎉', '👀', '✅'] as const;
+
+/** Consecutive messages of one author within this time are grouped under one header. */
+const GROUP_MS = 5 * 60_000;
+const sameGroup = (a: Message | undefined, b: Message) =>
+  a !== undefined &&
+  a.sender_type === b.sender_type &&
+  a.sender_id === b.sender_id &&
+  Date.parse(b.created_at) - Date.parse(a.created_at) < GROUP_MS;
 
 /**
  * The message list, virtualized: only the messages in view (plus a few) are in the DOM, whatever the
@@ -55,6 +75,18 @@ export function MessageList(props: ListProps) {
     }
   });
 
+  // A message link: once the room is open at its newest message, scroll to the linked one.
+  const shown = useRef<string | null>(null);
+  useEffect(() => {
+    const h = props.highlight;
+    if (!h || shown.current === h || opened.current !== props.roomKey) return;
+    const i = messages.findIndex((m) => m.id === h);
+    if (i >= 0) {
+      shown.current = h;
+      v.scrollToIndex(i, { align: 'center' });
+    }
+  });
+
   const items = v.getVirtualItems();
   const first = items[0]?.index;
   useEffect(() => {
@@ -68,8 +100,23 @@ export function MessageList(props: ListProps) {
       props.loadOlder();
   }, [first, props.hasMore, props.loadingOlder]);
 
+  const unread = props.unreadAtOpen ?? 0;
+  const firstUnread = unread > 0 && unread <= messages.length ? messages.length - unread : -1;
+  const [jumped, setJumped] = useState<string | null>(null);
   return (
     <div class="messages" ref={scroller} role="log" aria-label="Messages" aria-live="polite" tabIndex={0}>
+      {firstUnread >= 0 && jumped !== props.roomKey && (
+        <button
+          type="button"
+          class="jump"
+          onClick={() => {
+            setJumped(props.roomKey);
+            v.scrollToIndex(firstUnread, { align: 'start' });
+          }}
+        >
+          {unread} unread · Jump to first unread
+        </button>
+      )}
       {props.loadingOlder && <p class="older">Loading older messages…</p>}
       {messages.length === 0 && <p class="empty">No messages yet. Say hello!</p>}
       <div class="messages-inner" style={{ height: `${v.getTotalSize()}px` }}>
@@ -83,7 +130,16 @@ export function MessageList(props: ListProps) {
               class="row"
               style={{ transform: `translateY(${it.start}px)` }}
             >
-              <MessageItem {...props} m={m} />
+              {it.index === firstUnread && (
+                <p class="unread-line">
+                  <span>New</span>
+                </p>
+              )}
+              <MessageItem
+                {...props}
+                m={m}
+                grouped={it.index !== firstUnread && sameGroup(messages[it.index - 1], m)}
+              />
             </div>
           );
         })}
@@ -92,8 +148,9 @@ export function MessageList(props: ListProps) {
   );
 }
 
-function MessageItem(props: ListProps & { m: Message }) {
+function MessageItem(props: ListProps & { m: Message; grouped: boolean }) {
   const { m, directory, me } = props;
+  const [picking, setPicking] = useState(false);
   const [editing, setEditing] = useState(false);
   const [confirming, setConfirming] = useState(false);
   const [draft, setDraft] = useState(m.content);
@@ -114,10 +171,12 @@ function MessageItem(props: ListProps & { m: Message }) {
 
   return (
     <article
-      class={`message${m.sender_type === 'bot' ? ' from-bot' : ''}`}
+      class={`message${m.sender_type === 'bot' ? ' from-bot' : ''}${props.grouped ? ' grouped' : ''}${props.highlight === m.id ? ' highlight' : ''}`}
       aria-label={`${name}, ${day.format(created)}`}
+      id={`message-${m.id}`}
     >
-      <header>
+      {!props.grouped && <Avatar name={name} id={m.sender_id} bot={m.sender_type === 'bot'} />}
+      <header class={props.grouped ? 'sr-only' : undefined}>
         <span class="author">{name}</span>
         {m.sender_type === 'bot' && (
           <span class="badge" title="Sent by a bot">
@@ -127,7 +186,8 @@ function MessageItem(props: ListProps & { m: Message }) {
         <time dateTime={m.created_at} title={day.format(created)}>
           {time.format(created)}
         </time>
-        {m.edited_at !== null && (
+        {/* A bot updating its own message (a poll's count, an answered action) is not an edit. */}
+        {m.edited_at !== null && m.sender_type !== 'bot' && (
           <span class="edited" title={`Edited ${day.format(new Date(m.edited_at))}`}>
             (edited)
           </span>
@@ -160,13 +220,80 @@ function MessageItem(props: ListProps & { m: Message }) {
       {m.sender_type === 'bot' && m.actions && m.actions.length > 0 && (
         <MessageActions m={m} botName={name} invoke={props.invoke} />
       )}
+      {(m.reactions?.length ?? 0) > 0 && (
+        <ul class="reactions" aria-label="Reactions">
+          {m.reactions!.map((r) => {
+            const mineToo = r.reactors.some((x) => x.type === 'user' && x.id === me.id);
+            const who = r.reactors
+              .map((x) => senderName(directory, { sender_type: x.type, sender_id: x.id }))
+              .join(', ');
+            return (
+              <li key={r.emoji}>
+                <button
+                  type="button"
+                  class={mineToo ? 'mine' : undefined}
+                  aria-pressed={mineToo}
+                  title={who}
+                  disabled={!props.react}
+                  onClick={() =>
+                    void props.react?.(m, r.emoji, !mineToo).catch((e: Error) => setError(e.message))
+                  }
+                >
+                  {r.emoji} {r.count}
+                </button>
+              </li>
+            );
+          })}
+        </ul>
+      )}
       {error !== null && (
         <p class="error" role="alert">
           {error}
         </p>
       )}
-      {(mine || props.bookmark) && !editing && (
+      {picking && props.react && (
+        <div class="reaction-menu" role="group" aria-label="Add reaction">
+          {QUICK_REACTIONS.map((emoji, i) => (
+            <button
+              key={emoji}
+              type="button"
+              aria-label={`React with ${emoji}`}
+              ref={i === 0 ? (el) => el?.focus() : undefined}
+              onKeyDown={(e) => e.key === 'Escape' && setPicking(false)}
+              onClick={() => {
+                setPicking(false);
+                void props.react!(m, emoji, true).catch((e: Error) => setError(e.message));
+              }}
+            >
+              {emoji}
+            </button>
+          ))}
+        </div>
+      )}
+      {(mine || props.bookmark || props.react || props.copyLink) && !editing && (
         <div class="actions">
+          {props.react && !confirming && (
+            <button
+              type="button"
+              aria-label="Add reaction"
+              title="Add reaction"
+              aria-expanded={picking}
+              onClick={() => setPicking((p) => !p)}
+            >
+              <span aria-hidden="true">☺+</span>
+            </button>
+          )}
+          {props.copyLink && !confirming && (
+            <button
+              type="button"
+              class="copy-link"
+              aria-label="Copy link"
+              title="Copy a link to this message"
+              onClick={() => props.copyLink!(m)}
+            >
+              <span aria-hidden="true">🔗</span>
+            </button>
+          )}
           {props.bookmark && !confirming && (
             <button
               type="button"

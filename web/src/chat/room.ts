@@ -1,6 +1,6 @@
 import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
 import { api, ok } from '../api/client';
-import type { Message } from '../api/types';
+import type { Message, Reaction } from '../api/types';
 import type { RoomRef } from './directory';
 
 const PAGE = 50;
@@ -20,10 +20,29 @@ async function fetchPage(r: RoomRef, before?: string): Promise<Message[]> {
 /** Merges by id (a message seen twice is shown once, with its latest state) in time order. */
 function merge(into: Message[], add: Message[]): Message[] {
   const byId = new Map(into.map((m) => [m.id, m]));
-  for (const m of add) byId.set(m.id, m);
+  // A message pushed live or edited carries no reactions: it keeps those it has.
+  for (const m of add) {
+    const was = byId.get(m.id);
+    byId.set(m.id, m.reactions === undefined && was?.reactions ? { ...m, reactions: was.reactions } : m);
+  }
   return [...byId.values()].sort((a, b) =>
     a.created_at < b.created_at ? -1 : a.created_at > b.created_at ? 1 : 0,
   );
+}
+
+export type ReactionChange =
+  | { all: Reaction[] }
+  | { emoji: string; count: number; reactor: { type: 'user' | 'bot'; id: string }; added: boolean };
+
+function applyReaction(list: Reaction[], c: ReactionChange): Reaction[] {
+  if ('all' in c) return c.all;
+  const out = list.map((r) => ({ ...r, reactors: [...r.reactors] }));
+  let r = out.find((x) => x.emoji === c.emoji);
+  if (!r) out.push((r = { emoji: c.emoji, count: 0, reactors: [] }));
+  r.count = c.count;
+  r.reactors = r.reactors.filter((x) => !(x.type === c.reactor.type && x.id === c.reactor.id));
+  if (c.added) r.reactors.push(c.reactor);
+  return out.filter((x) => x.count > 0);
 }
 
 export interface RoomState {
@@ -36,6 +55,8 @@ export interface RoomState {
   /** Applies a message created or edited elsewhere (live event or our own send). */
   upsert(m: Message): void;
   remove(id: string): void;
+  /** Applies a reaction change (the API's answer, or a live reaction.added / reaction.removed). */
+  react(id: string, change: ReactionChange): void;
   /** Re-reads the newest page: new, edited and deleted messages in it are brought up to date. */
   refresh(): Promise<void>;
 }
@@ -59,7 +80,9 @@ export function useRoom(room: RoomRef | null): RoomState {
     fetchPage(room)
       .then((page) => {
         if (current.current !== room) return;
-        setMessages(page);
+        // Merged, not replaced: a message that came live (or was sent) while this page was on its way
+        // is newer than the page and stays.
+        setMessages((now) => merge(now, page));
         setHasMore(page.length === PAGE);
       })
       .catch((e: Error) => setError(e.message))
@@ -112,6 +135,13 @@ export function useRoom(room: RoomRef | null): RoomState {
     loadOlder,
     upsert: useCallback((m: Message) => setMessages((now) => merge(now, [m])), []),
     remove: useCallback((id: string) => setMessages((now) => now.filter((m) => m.id !== id)), []),
+    react: useCallback(
+      (id: string, c: ReactionChange) =>
+        setMessages((now) =>
+          now.map((m) => (m.id === id ? { ...m, reactions: applyReaction(m.reactions ?? [], c) } : m)),
+        ),
+      [],
+    ),
     refresh,
   };
 }

@@ -20,6 +20,40 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/api/health/live': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** Liveness: the process answers requests (nothing else is checked) */
+    get: operations['get:/api/health/live'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/health/ready': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** Readiness: the database answers, its migrations are this version's, and the workers run */
+    get: operations['get:/api/health/ready'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/api/auth/login': {
     parameters: {
       query?: never;
@@ -29,7 +63,10 @@ export interface paths {
     };
     get?: never;
     put?: never;
-    /** Sign in with email and password; answers a bearer token */
+    /**
+     * Sign in with email and password; answers a bearer token
+     * @description Failed attempts are throttled (docs/API.md, Sign-in throttling). A client that sends back the `device_token` of an earlier sign-in to the same account (header `X-Workroom-Device`, or the `workroom_device` cookie browsers keep) is throttled on its own, so failed attempts from elsewhere cannot lock it out. The body is at most 8192 bytes.
+     */
     post: operations['post:/api/auth/login'];
     delete?: never;
     options?: never;
@@ -48,6 +85,23 @@ export interface paths {
     put?: never;
     /** Revoke the session token used for this request */
     post: operations['post:/api/auth/logout'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/auth/logout-all': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /** Revoke every session token of the signed-in user, this one included (sign out everywhere) */
+    post: operations['post:/api/auth/logout-all'];
     delete?: never;
     options?: never;
     head?: never;
@@ -125,6 +179,42 @@ export interface paths {
     patch: operations['patch:/api/users/{userId}'];
     trace?: never;
   };
+  '/api/departments': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** Departments of your organization, by name, with their numbers of active users */
+    get: operations['get:/api/departments'];
+    put?: never;
+    /** Create a department in your organization (org_admin); 409 if the name is taken */
+    post: operations['post:/api/departments'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/departments/{departmentId}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    post?: never;
+    /** Delete a department of your organization (org_admin); its users stay, without a department */
+    delete: operations['delete:/api/departments/{departmentId}'];
+    options?: never;
+    head?: never;
+    /** Rename a department of your organization (org_admin); 409 if the name is taken */
+    patch: operations['patch:/api/departments/{departmentId}'];
+    trace?: never;
+  };
   '/api/channels': {
     parameters: {
       query?: never;
@@ -159,6 +249,23 @@ export interface paths {
     head?: never;
     /** Rename or describe a channel (its members or an org admin) */
     patch: operations['patch:/api/channels/{channelId}'];
+    trace?: never;
+  };
+  '/api/channels/{channelId}/archive': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /** Archive a channel (its creator or an org admin): it leaves the listings and takes no new messages; its history stays readable */
+    post: operations['post:/api/channels/{channelId}/archive'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
     trace?: never;
   };
   '/api/channels/{channelId}/members': {
@@ -213,6 +320,23 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/api/containers': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** Channels, projects and topics you can reach (bots: those they were added to); project_id narrows topics to one project */
+    get: operations['get:/api/containers'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/api/projects': {
     parameters: {
       query?: never;
@@ -245,6 +369,58 @@ export interface paths {
     delete?: never;
     options?: never;
     head?: never;
+    /** Rename or describe a project (its members or an org admin) */
+    patch: operations['patch:/api/projects/{projectId}'];
+    trace?: never;
+  };
+  '/api/projects/{projectId}/archive': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /** Archive a project (its creator or an org admin): it and its topics leave the listings; their history stays readable */
+    post: operations['post:/api/projects/{projectId}/archive'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/topics/{topicId}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    /** Rename a topic (its project's members or an org admin) */
+    patch: operations['patch:/api/topics/{topicId}'];
+    trace?: never;
+  };
+  '/api/topics/{topicId}/archive': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /** Archive a topic (its creator, the project's creator or an org admin): it leaves the listings and takes no new messages */
+    post: operations['post:/api/topics/{topicId}/archive'];
+    delete?: never;
+    options?: never;
+    head?: never;
     patch?: never;
     trace?: never;
   };
@@ -255,7 +431,8 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    get?: never;
+    /** Members of a project (its members and org admins) */
+    get: operations['get:/api/projects/{projectId}/members'];
     put?: never;
     /** Add a user or a bot to a project (project members and org admins) */
     post: operations['post:/api/projects/{projectId}/members'];
@@ -383,6 +560,421 @@ export interface paths {
     put?: never;
     /** Post a message to a channel, topic or DM room you are a member of. A bot may add `actions` (buttons, selects; docs/ACTIONS.md); a user sending actions gets 403. */
     post: operations['post:/api/dm-rooms/{dmRoomId}/messages'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/bots/{botId}/dm-messages': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /** Send a DM from the authenticated bot to a user of its organization, creating or reusing their DM room (scope messages:write); `actions` as for any bot message */
+    post: operations['post:/api/bots/{botId}/dm-messages'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/messages/{id}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    /** Replace the text of a message (yours; a bot: those it sent; system_admin: any). content_html is sanitized; omitting it clears it. `actions` (bots) replaces the buttons and selects, null or [] removes them, omitting keeps them. Emits message.updated. */
+    put: operations['put:/api/messages/{id}'];
+    post?: never;
+    /** Soft-delete a message (yours; a bot: those it sent; system_admin: any). It disappears from reads; emits message.deleted. */
+    delete: operations['delete:/api/messages/{id}'];
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/messages/{id}/actions': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /** Click a button or choose an option of a bot message you can see: sends action.invoked to that bot (only), which may then update its message. Users only. 202 once recorded. */
+    post: operations['post:/api/messages/{id}/actions'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/messages/{id}/reactions': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /** React to a message with an emoji (anyone who may post in its room); emits reaction.added */
+    post: operations['post:/api/messages/{id}/reactions'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/messages/{id}/reactions/{emoji}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    post?: never;
+    /** Take back your emoji reaction to a message; emits reaction.removed */
+    delete: operations['delete:/api/messages/{id}/reactions/{emoji}'];
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/channels/{channelId}/read': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /** Mark a channel, topic or DM room read up to a message (the marker only moves forward); answers the marker and what is still unread after it */
+    post: operations['post:/api/channels/{channelId}/read'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/topics/{topicId}/read': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /** Mark a channel, topic or DM room read up to a message (the marker only moves forward); answers the marker and what is still unread after it */
+    post: operations['post:/api/topics/{topicId}/read'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/dm-rooms/{dmRoomId}/read': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /** Mark a channel, topic or DM room read up to a message (the marker only moves forward); answers the marker and what is still unread after it */
+    post: operations['post:/api/dm-rooms/{dmRoomId}/read'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/unread': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** Unread counts of the channels, topics and DM rooms you follow (those you belong to, and those you marked read and can still see); only containers with unread messages */
+    get: operations['get:/api/unread'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/topics/{topicId}/tasks': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** Tasks of a topic you can reach, newest first, filtered by status and assignee */
+    get: operations['get:/api/topics/{topicId}/tasks'];
+    put?: never;
+    /** Create a task in a topic you can reach (priority defaults to medium, status starts at todo) */
+    post: operations['post:/api/topics/{topicId}/tasks'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/tasks/{taskId}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** A task in a topic you can reach */
+    get: operations['get:/api/tasks/{taskId}'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    /** Change a task: status, title, description, priority, assignee, due date. Emits task.status_changed and task.assigned on those changes. */
+    patch: operations['patch:/api/tasks/{taskId}'];
+    trace?: never;
+  };
+  '/api/channels/{channelId}/bookmarks': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** Bookmarks of a channel (members only). from/to are inclusive ISO 8601 dates or date-times on the bookmark time; a date-only `to` includes that whole day. */
+    get: operations['get:/api/channels/{channelId}/bookmarks'];
+    put?: never;
+    /** Bookmark a message of a channel you are a member of (409 if you already did) */
+    post: operations['post:/api/channels/{channelId}/bookmarks'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/channels/{channelId}/bookmarks/{messageId}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    post?: never;
+    /** Remove your bookmark of a message in a channel */
+    delete: operations['delete:/api/channels/{channelId}/bookmarks/{messageId}'];
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/channels/{channelId}/files': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** Files of a channel you can see, with file-name search, type filter, sort and paging */
+    get: operations['get:/api/channels/{channelId}/files'];
+    put?: never;
+    /** Upload a file to a channel (multipart/form-data, one file part; users: channel members; bots: scope files:write). The content type is sniffed from the bytes. */
+    post: operations['post:/api/channels/{channelId}/files'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/files/{fileId}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** Download a file (scope files:read): always Content-Disposition: attachment with X-Content-Type-Options: nosniff */
+    get: operations['get:/api/files/{fileId}'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/search': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** Full-text search over messages, users, tasks and channels you can reach: words, "phrases", prefixes, filters in:/from:/before:/after:/has:file; ranked by relevance or newest */
+    get: operations['get:/api/search'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/mentions/users': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** Mention suggestions: special (@all, @here), user, department or bot; channel members first */
+    get: operations['get:/api/mentions/users'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/hashtags/search': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** Hashtag suggestions: channels, projects, tasks and tags you can see whose name contains q */
+    get: operations['get:/api/hashtags/search'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/hashtags/preview/{type}/{id}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** Preview card of a channel, task or project you can see */
+    get: operations['get:/api/hashtags/preview/{type}/{id}'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/bots/{botId}/commands': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** Custom commands of a bot (bot key: its own only, scope bots:commands:read; users: any member) */
+    get: operations['get:/api/bots/{botId}/commands'];
+    put?: never;
+    /** Register a custom slash command of a bot; it appears in the slash palette at once. Name unique per bot (409). */
+    post: operations['post:/api/bots/{botId}/commands'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/bots/{botId}/commands/{commandName}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    post?: never;
+    /** Delete a custom command of a bot */
+    delete: operations['delete:/api/bots/{botId}/commands/{commandName}'];
+    options?: never;
+    head?: never;
+    /** Change a custom command's description or usage hint (null clears the hint) */
+    patch: operations['patch:/api/bots/{botId}/commands/{commandName}'];
+    trace?: never;
+  };
+  '/api/commands': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** Slash commands available to you: built-in ones and the custom commands of your organization’s bots */
+    get: operations['get:/api/commands'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/commands/execute': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /** Run a slash command, optionally in a channel, topic or DM room */
+    post: operations['post:/api/commands/execute'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/commands/responses/{token}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /** Answer a user's slash command later, as the bot: the response_url of command.invoked (30 minutes, 5 uses) */
+    post: operations['post:/api/commands/responses/{token}'];
     delete?: never;
     options?: never;
     head?: never;
@@ -529,249 +1121,6 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
-  '/api/bots/{botId}/dm-messages': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get?: never;
-    put?: never;
-    /** Send a DM from the authenticated bot to a user of its organization, creating or reusing their DM room (scope messages:write); `actions` as for any bot message */
-    post: operations['post:/api/bots/{botId}/dm-messages'];
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/messages/{id}': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get?: never;
-    /** Replace the text of a message (yours; a bot: those it sent; system_admin: any). content_html is sanitized; omitting it clears it. `actions` (bots) replaces the buttons and selects, null or [] removes them, omitting keeps them. Emits message.updated. */
-    put: operations['put:/api/messages/{id}'];
-    post?: never;
-    /** Soft-delete a message (yours; a bot: those it sent; system_admin: any). It disappears from reads; emits message.deleted. */
-    delete: operations['delete:/api/messages/{id}'];
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/messages/{id}/actions': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get?: never;
-    put?: never;
-    /** Click a button or choose an option of a bot message you can see: sends action.invoked to that bot (only), which may then update its message. Users only. 202 once recorded. */
-    post: operations['post:/api/messages/{id}/actions'];
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/bots/{botId}/commands': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    /** Custom commands of a bot (bot key: its own only, scope bots:commands:read; users: any member) */
-    get: operations['get:/api/bots/{botId}/commands'];
-    put?: never;
-    /** Register a custom slash command of a bot; it appears in the slash palette at once. Name unique per bot (409). */
-    post: operations['post:/api/bots/{botId}/commands'];
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/bots/{botId}/commands/{commandName}': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get?: never;
-    put?: never;
-    post?: never;
-    /** Delete a custom command of a bot */
-    delete: operations['delete:/api/bots/{botId}/commands/{commandName}'];
-    options?: never;
-    head?: never;
-    /** Change a custom command's description or usage hint (null clears the hint) */
-    patch: operations['patch:/api/bots/{botId}/commands/{commandName}'];
-    trace?: never;
-  };
-  '/api/channels/{channelId}/bookmarks': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    /** Bookmarks of a channel (members only). from/to are inclusive ISO 8601 dates or date-times on the bookmark time; a date-only `to` includes that whole day. */
-    get: operations['get:/api/channels/{channelId}/bookmarks'];
-    put?: never;
-    /** Bookmark a message of a channel you are a member of (409 if you already did) */
-    post: operations['post:/api/channels/{channelId}/bookmarks'];
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/channels/{channelId}/bookmarks/{messageId}': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get?: never;
-    put?: never;
-    post?: never;
-    /** Remove your bookmark of a message in a channel */
-    delete: operations['delete:/api/channels/{channelId}/bookmarks/{messageId}'];
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/channels/{channelId}/files': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    /** Files of a channel you can see, with file-name search, type filter, sort and paging */
-    get: operations['get:/api/channels/{channelId}/files'];
-    put?: never;
-    /** Upload a file to a channel (multipart/form-data, one file part; users: channel members; bots: scope files:write). The content type is sniffed from the bytes. */
-    post: operations['post:/api/channels/{channelId}/files'];
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/files/{fileId}': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    /** Download a file (scope files:read): always Content-Disposition: attachment with X-Content-Type-Options: nosniff */
-    get: operations['get:/api/files/{fileId}'];
-    put?: never;
-    post?: never;
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/mentions/users': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    /** Mention suggestions: special (@all, @here), user, department or bot; channel members first */
-    get: operations['get:/api/mentions/users'];
-    put?: never;
-    post?: never;
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/hashtags/search': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    /** Hashtag suggestions: channels, projects, tasks and tags you can see whose name contains q */
-    get: operations['get:/api/hashtags/search'];
-    put?: never;
-    post?: never;
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/hashtags/preview/{type}/{id}': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    /** Preview card of a channel, task or project you can see */
-    get: operations['get:/api/hashtags/preview/{type}/{id}'];
-    put?: never;
-    post?: never;
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/commands': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    /** Slash commands available to you: built-in ones and the custom commands of your organization’s bots */
-    get: operations['get:/api/commands'];
-    put?: never;
-    post?: never;
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/commands/execute': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get?: never;
-    put?: never;
-    /** Run a slash command, optionally in a channel, topic or DM room */
-    post: operations['post:/api/commands/execute'];
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
   '/api/bots/{botId}/jobs': {
     parameters: {
       query?: never;
@@ -838,129 +1187,6 @@ export interface paths {
     post?: never;
     /** Delete a key of the calling bot’s data (bot key of that bot, any scope); with if_version only at that version (else 409) */
     delete: operations['delete:/api/bots/{botId}/data/{key}'];
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/commands/responses/{token}': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get?: never;
-    put?: never;
-    /** Answer a user's slash command later, as the bot: the response_url of command.invoked (30 minutes, 5 uses) */
-    post: operations['post:/api/commands/responses/{token}'];
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/topics/{topicId}/tasks': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    /** Tasks of a topic you can reach, newest first, filtered by status and assignee */
-    get: operations['get:/api/topics/{topicId}/tasks'];
-    put?: never;
-    /** Create a task in a topic you can reach (priority defaults to medium, status starts at todo) */
-    post: operations['post:/api/topics/{topicId}/tasks'];
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/tasks/{taskId}': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    /** A task in a topic you can reach */
-    get: operations['get:/api/tasks/{taskId}'];
-    put?: never;
-    post?: never;
-    delete?: never;
-    options?: never;
-    head?: never;
-    /** Change a task: status, title, description, priority, assignee, due date. Emits task.status_changed and task.assigned on those changes. */
-    patch: operations['patch:/api/tasks/{taskId}'];
-    trace?: never;
-  };
-  '/api/search': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    /** Full-text search over messages, users, tasks and channels you can reach: words, "phrases", prefixes, filters in:/from:/before:/after:/has:file; ranked by relevance or newest */
-    get: operations['get:/api/search'];
-    put?: never;
-    post?: never;
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/containers': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    /** Channels, projects and topics you can reach (bots: those they were added to); project_id narrows topics to one project */
-    get: operations['get:/api/containers'];
-    put?: never;
-    post?: never;
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/webhooks/incoming/{botId}': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get?: never;
-    put?: never;
-    /** Incoming webhook: post a message as the bot into a channel, topic or DM room it belongs to. Authenticate with the bot's API key (scope messages:write), its incoming token (?token=), or a signature of the body with its webhook secret (docs/WEBHOOKS.md). */
-    post: operations['post:/api/webhooks/incoming/{botId}'];
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/bots/{botId}/incoming-token': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    /** Whether the bot has an incoming-webhook token, and since when (never the token itself) */
-    get: operations['get:/api/bots/{botId}/incoming-token'];
-    put?: never;
-    /** Issue the bot's incoming-webhook token (for POST /api/webhooks/incoming/{botId}?token=...), replacing any previous one. Shown once. */
-    post: operations['post:/api/bots/{botId}/incoming-token'];
-    /** Revoke the bot's incoming-webhook token; requests with it answer 401 from then on */
-    delete: operations['delete:/api/bots/{botId}/incoming-token'];
     options?: never;
     head?: never;
     patch?: never;
@@ -1068,6 +1294,23 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/api/bots/{botId}/webhook/rate-limit': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    /** Set the most deliveries a minute the webhook of a bot you manage receives (null: no limit); deliveries are spaced 60 s / max apart, durably */
+    put: operations['put:/api/bots/{botId}/webhook/rate-limit'];
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/api/bots/{botId}/events': {
     parameters: {
       query?: never;
@@ -1079,6 +1322,113 @@ export interface paths {
     get: operations['get:/api/bots/{botId}/events'];
     put?: never;
     post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/webhooks/incoming/{botId}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /** Incoming webhook: post a message as the bot into a channel, topic or DM room it belongs to. Authenticate with the bot's API key (scope messages:write), its incoming token (?token=), or a signature of the body with its webhook secret (docs/WEBHOOKS.md). */
+    post: operations['post:/api/webhooks/incoming/{botId}'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/bots/{botId}/incoming-token': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** Whether the bot has an incoming-webhook token, and since when (never the token itself) */
+    get: operations['get:/api/bots/{botId}/incoming-token'];
+    put?: never;
+    /** Issue the bot's incoming-webhook token (for POST /api/webhooks/incoming/{botId}?token=...), replacing any previous one. Shown once. */
+    post: operations['post:/api/bots/{botId}/incoming-token'];
+    /** Revoke the bot's incoming-webhook token; requests with it answer 401 from then on */
+    delete: operations['delete:/api/bots/{botId}/incoming-token'];
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/bots/{botId}/webhook-signing-key': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** The public ed25519 key that verifies the v1a signatures of a bot you manage (404 when it has none) */
+    get: operations['get:/api/bots/{botId}/webhook-signing-key'];
+    put?: never;
+    /** Give a bot you manage an ed25519 webhook signing key (replacing any previous one): its deliveries then also carry a Standard Webhooks v1a signature; answers the public key */
+    post: operations['post:/api/bots/{botId}/webhook-signing-key'];
+    /** Remove the ed25519 signing key of a bot you manage: its deliveries carry only the HMAC signatures again */
+    delete: operations['delete:/api/bots/{botId}/webhook-signing-key'];
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/incoming-webhooks': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** Incoming webhooks of your organization (org admins: all of them; others: those they created), newest first, never their URLs */
+    get: operations['get:/api/incoming-webhooks'];
+    put?: never;
+    /** Create a Slack-compatible incoming webhook for a channel or a topic (org admins and the container’s admin). Its URL holds its secret and is shown only in this answer. */
+    post: operations['post:/api/incoming-webhooks'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/incoming-webhooks/{id}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    post?: never;
+    /** Revoke an incoming webhook (its creator, an org admin or the container’s admin): its URL answers 404 from then on and its bot is disabled */
+    delete: operations['delete:/api/incoming-webhooks/{id}'];
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/incoming-webhooks/{id}/{secret}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /** Post to a Slack-compatible incoming webhook: Slack's payload (text, blocks, attachments, username/icon_emoji where allowed), our own { content, content_html? }, or any JSON in template mode. The URL's secret is the credential. Answers text ok, or a text error code (invalid_payload, no_text, no_service, channel_not_found, action_prohibited); the header X-Workroom-Error says why. */
+    post: operations['post:/api/incoming-webhooks/{id}/{secret}'];
     delete?: never;
     options?: never;
     head?: never;
@@ -1113,110 +1463,6 @@ export interface paths {
     put?: never;
     /** Mark some of your notifications read */
     post: operations['post:/api/notifications/read'];
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/departments': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    /** Departments of your organization, by name, with their numbers of active users */
-    get: operations['get:/api/departments'];
-    put?: never;
-    /** Create a department in your organization (org_admin); 409 if the name is taken */
-    post: operations['post:/api/departments'];
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/departments/{departmentId}': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get?: never;
-    put?: never;
-    post?: never;
-    /** Delete a department of your organization (org_admin); its users stay, without a department */
-    delete: operations['delete:/api/departments/{departmentId}'];
-    options?: never;
-    head?: never;
-    /** Rename a department of your organization (org_admin); 409 if the name is taken */
-    patch: operations['patch:/api/departments/{departmentId}'];
-    trace?: never;
-  };
-  '/api/channels/{channelId}/read': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get?: never;
-    put?: never;
-    /** Mark a channel, topic or DM room read up to a message (the marker only moves forward); answers the marker and what is still unread after it */
-    post: operations['post:/api/channels/{channelId}/read'];
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/topics/{topicId}/read': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get?: never;
-    put?: never;
-    /** Mark a channel, topic or DM room read up to a message (the marker only moves forward); answers the marker and what is still unread after it */
-    post: operations['post:/api/topics/{topicId}/read'];
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/dm-rooms/{dmRoomId}/read': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get?: never;
-    put?: never;
-    /** Mark a channel, topic or DM room read up to a message (the marker only moves forward); answers the marker and what is still unread after it */
-    post: operations['post:/api/dm-rooms/{dmRoomId}/read'];
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/unread': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    /** Unread counts of the channels, topics and DM rooms you follow (those you belong to, and those you marked read and can still see); only containers with unread messages */
-    get: operations['get:/api/unread'];
-    put?: never;
-    post?: never;
     delete?: never;
     options?: never;
     head?: never;
@@ -1426,6 +1672,206 @@ export interface webhooks {
     patch?: never;
     trace?: never;
   };
+  'channel.created': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * A channel was created (its creator is its first member)
+     * @description Sent to the webhook URL of each bot that receives this event. Verify the signature before parsing: the body `signature` (sha256= HMAC of the body without it), `X-Workroom-Signature` (sha256= HMAC of the raw body) and the Standard Webhooks headers `webhook-id`, `webhook-timestamp`, `webhook-signature`. Answer 2xx within the time-out (5 s); anything else is retried.
+     */
+    post: operations['webhook:channel.created'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  'channel.archived': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * A channel was archived: it leaves the listings and takes no new messages
+     * @description Sent to the webhook URL of each bot that receives this event. Verify the signature before parsing: the body `signature` (sha256= HMAC of the body without it), `X-Workroom-Signature` (sha256= HMAC of the raw body) and the Standard Webhooks headers `webhook-id`, `webhook-timestamp`, `webhook-signature`. Answer 2xx within the time-out (5 s); anything else is retried.
+     */
+    post: operations['webhook:channel.archived'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  'project.created': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * A project was created
+     * @description Sent to the webhook URL of each bot that receives this event. Verify the signature before parsing: the body `signature` (sha256= HMAC of the body without it), `X-Workroom-Signature` (sha256= HMAC of the raw body) and the Standard Webhooks headers `webhook-id`, `webhook-timestamp`, `webhook-signature`. Answer 2xx within the time-out (5 s); anything else is retried.
+     */
+    post: operations['webhook:project.created'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  'project.updated': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * A project was renamed or described
+     * @description Sent to the webhook URL of each bot that receives this event. Verify the signature before parsing: the body `signature` (sha256= HMAC of the body without it), `X-Workroom-Signature` (sha256= HMAC of the raw body) and the Standard Webhooks headers `webhook-id`, `webhook-timestamp`, `webhook-signature`. Answer 2xx within the time-out (5 s); anything else is retried.
+     */
+    post: operations['webhook:project.updated'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  'project.archived': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * A project was archived: it and its topics leave the listings
+     * @description Sent to the webhook URL of each bot that receives this event. Verify the signature before parsing: the body `signature` (sha256= HMAC of the body without it), `X-Workroom-Signature` (sha256= HMAC of the raw body) and the Standard Webhooks headers `webhook-id`, `webhook-timestamp`, `webhook-signature`. Answer 2xx within the time-out (5 s); anything else is retried.
+     */
+    post: operations['webhook:project.archived'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  'topic.created': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * A topic was created in a project
+     * @description Sent to the webhook URL of each bot that receives this event. Verify the signature before parsing: the body `signature` (sha256= HMAC of the body without it), `X-Workroom-Signature` (sha256= HMAC of the raw body) and the Standard Webhooks headers `webhook-id`, `webhook-timestamp`, `webhook-signature`. Answer 2xx within the time-out (5 s); anything else is retried.
+     */
+    post: operations['webhook:topic.created'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  'topic.updated': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * A topic was renamed
+     * @description Sent to the webhook URL of each bot that receives this event. Verify the signature before parsing: the body `signature` (sha256= HMAC of the body without it), `X-Workroom-Signature` (sha256= HMAC of the raw body) and the Standard Webhooks headers `webhook-id`, `webhook-timestamp`, `webhook-signature`. Answer 2xx within the time-out (5 s); anything else is retried.
+     */
+    post: operations['webhook:topic.updated'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  'topic.archived': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * A topic was archived: it leaves the listings and takes no new messages
+     * @description Sent to the webhook URL of each bot that receives this event. Verify the signature before parsing: the body `signature` (sha256= HMAC of the body without it), `X-Workroom-Signature` (sha256= HMAC of the raw body) and the Standard Webhooks headers `webhook-id`, `webhook-timestamp`, `webhook-signature`. Answer 2xx within the time-out (5 s); anything else is retried.
+     */
+    post: operations['webhook:topic.archived'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  'reaction.added': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * A user or bot reacted to a message with an emoji
+     * @description Sent to the webhook URL of each bot that receives this event. Verify the signature before parsing: the body `signature` (sha256= HMAC of the body without it), `X-Workroom-Signature` (sha256= HMAC of the raw body) and the Standard Webhooks headers `webhook-id`, `webhook-timestamp`, `webhook-signature`. Answer 2xx within the time-out (5 s); anything else is retried.
+     */
+    post: operations['webhook:reaction.added'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  'reaction.removed': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * A user or bot took back an emoji reaction
+     * @description Sent to the webhook URL of each bot that receives this event. Verify the signature before parsing: the body `signature` (sha256= HMAC of the body without it), `X-Workroom-Signature` (sha256= HMAC of the raw body) and the Standard Webhooks headers `webhook-id`, `webhook-timestamp`, `webhook-signature`. Answer 2xx within the time-out (5 s); anything else is retried.
+     */
+    post: operations['webhook:reaction.removed'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   'member.joined': {
     parameters: {
       query?: never;
@@ -1568,6 +2014,7 @@ export interface components {
           | 'bad_request'
           | 'headers_too_large'
           | 'rate_limited'
+          | 'quota_exceeded'
           | 'unavailable'
           | 'search_timeout'
           | 'internal';
@@ -1620,10 +2067,87 @@ export interface operations {
       };
     };
   };
-  'post:/api/auth/login': {
+  'get:/api/health/live': {
     parameters: {
       query?: never;
       header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description alive */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /** @enum {string} */
+            status: 'ok';
+          };
+        };
+      };
+    };
+  };
+  'get:/api/health/ready': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description ready */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /** @enum {string} */
+            status: 'ok' | 'unavailable';
+            /** @enum {string} */
+            database: 'ok' | 'unreachable' | 'unknown';
+            /** @enum {string} */
+            migrations: 'applied' | 'differ' | 'unknown';
+            /** @enum {string} */
+            workers: 'starting' | 'running' | 'stopping';
+            /** @enum {string} */
+            dialect: 'sqlite' | 'postgres';
+          };
+        };
+      };
+      /** @description not ready (database unreachable, migrations differ, starting or shutting down) */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /** @enum {string} */
+            status: 'ok' | 'unavailable';
+            /** @enum {string} */
+            database: 'ok' | 'unreachable' | 'unknown';
+            /** @enum {string} */
+            migrations: 'applied' | 'differ' | 'unknown';
+            /** @enum {string} */
+            workers: 'starting' | 'running' | 'stopping';
+            /** @enum {string} */
+            dialect: 'sqlite' | 'postgres';
+          };
+        };
+      };
+    };
+  };
+  'post:/api/auth/login': {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description The `device_token` of an earlier sign-in to this account */
+        'X-Workroom-Device'?: string;
+      };
       path?: never;
       cookie?: never;
     };
@@ -1639,6 +2163,8 @@ export interface operations {
       /** @description Signed in */
       200: {
         headers: {
+          /** @description The device token as an HttpOnly, SameSite=Strict cookie for /api/auth */
+          'Set-Cookie'?: string;
           [name: string]: unknown;
         };
         content: {
@@ -1656,12 +2182,52 @@ export interface operations {
               /** @description ISO-8601 UTC timestamp */
               created_at: string;
             };
+            /** @description Proof that this client signed in to this account (valid 180 days): send it back on later sign-ins (header X-Workroom-Device; browsers get it as an HttpOnly cookie) so that failed attempts from elsewhere cannot throttle this client. It grants nothing without the password. */
+            device_token: string;
           };
         };
       };
+      400: components['responses']['Error'];
+      401: components['responses']['Error'];
+      413: components['responses']['Error'];
+      415: components['responses']['Error'];
+      429: components['responses']['Error'];
+      503: components['responses']['Error'];
     };
   };
   'post:/api/auth/logout': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: {
+      content: {
+        'application/json': Record<string, never>;
+      };
+    };
+    responses: {
+      /** @description Success */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /** @constant */
+            ok: true;
+          };
+        };
+      };
+      400: components['responses']['Error'];
+      401: components['responses']['Error'];
+      403: components['responses']['Error'];
+      404: components['responses']['Error'];
+      429: components['responses']['Error'];
+    };
+  };
+  'post:/api/auth/logout-all': {
     parameters: {
       query?: never;
       header?: never;
@@ -1942,6 +2508,8 @@ export interface operations {
         'application/json': {
           display_name?: string;
           password?: string;
+          /** @description Required to change your own password: the one you have now (not for an admin resetting another user) */
+          current_password?: string;
           /** @enum {string} */
           role?: 'system_admin' | 'org_admin' | 'dept_admin' | 'member';
           department?: string | null;
@@ -1977,10 +2545,157 @@ export interface operations {
       429: components['responses']['Error'];
     };
   };
+  'get:/api/departments': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Success */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            items: {
+              id: string;
+              org_id: string;
+              name: string;
+              /** @description Active users in the department */
+              member_count: number;
+              created_at: string;
+            }[];
+          };
+        };
+      };
+      400: components['responses']['Error'];
+      401: components['responses']['Error'];
+      403: components['responses']['Error'];
+      404: components['responses']['Error'];
+      429: components['responses']['Error'];
+    };
+  };
+  'post:/api/departments': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          name: string;
+        };
+      };
+    };
+    responses: {
+      /** @description Success */
+      201: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            id: string;
+            org_id: string;
+            name: string;
+            /** @description Active users in the department */
+            member_count: number;
+            created_at: string;
+          };
+        };
+      };
+      400: components['responses']['Error'];
+      401: components['responses']['Error'];
+      403: components['responses']['Error'];
+      404: components['responses']['Error'];
+      409: components['responses']['Error'];
+      429: components['responses']['Error'];
+    };
+  };
+  'delete:/api/departments/{departmentId}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        departmentId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Success */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            id: string;
+            /** @constant */
+            deleted: true;
+            users_unassigned: number;
+          };
+        };
+      };
+      400: components['responses']['Error'];
+      401: components['responses']['Error'];
+      403: components['responses']['Error'];
+      404: components['responses']['Error'];
+      429: components['responses']['Error'];
+    };
+  };
+  'patch:/api/departments/{departmentId}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        departmentId: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          name: string;
+        };
+      };
+    };
+    responses: {
+      /** @description Success */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            id: string;
+            org_id: string;
+            name: string;
+            /** @description Active users in the department */
+            member_count: number;
+            created_at: string;
+          };
+        };
+      };
+      400: components['responses']['Error'];
+      401: components['responses']['Error'];
+      403: components['responses']['Error'];
+      404: components['responses']['Error'];
+      409: components['responses']['Error'];
+      429: components['responses']['Error'];
+    };
+  };
   'get:/api/channels': {
     parameters: {
       query?: {
         q?: string;
+        joined?: 'true' | 'false';
       };
       header?: never;
       path?: never;
@@ -2005,6 +2720,9 @@ export interface operations {
               created_at: string;
               /** @description ISO-8601 UTC timestamp */
               updated_at: string;
+              archived_at: string | null;
+              /** @description The user who created it */
+              created_by: string | null;
             }[];
           };
         };
@@ -2050,6 +2768,9 @@ export interface operations {
             created_at: string;
             /** @description ISO-8601 UTC timestamp */
             updated_at: string;
+            archived_at: string | null;
+            /** @description The user who created it */
+            created_by: string | null;
           };
         };
       };
@@ -2087,6 +2808,9 @@ export interface operations {
             created_at: string;
             /** @description ISO-8601 UTC timestamp */
             updated_at: string;
+            archived_at: string | null;
+            /** @description The user who created it */
+            created_by: string | null;
           };
         };
       };
@@ -2132,6 +2856,53 @@ export interface operations {
             created_at: string;
             /** @description ISO-8601 UTC timestamp */
             updated_at: string;
+            archived_at: string | null;
+            /** @description The user who created it */
+            created_by: string | null;
+          };
+        };
+      };
+      400: components['responses']['Error'];
+      401: components['responses']['Error'];
+      403: components['responses']['Error'];
+      404: components['responses']['Error'];
+      429: components['responses']['Error'];
+    };
+  };
+  'post:/api/channels/{channelId}/archive': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        channelId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: {
+      content: {
+        'application/json': Record<string, never>;
+      };
+    };
+    responses: {
+      /** @description Success */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            id: string;
+            org_id: string;
+            name: string;
+            description: string;
+            is_private: boolean;
+            /** @description ISO-8601 UTC timestamp */
+            created_at: string;
+            /** @description ISO-8601 UTC timestamp */
+            updated_at: string;
+            archived_at: string | null;
+            /** @description The user who created it */
+            created_by: string | null;
           };
         };
       };
@@ -2288,6 +3059,72 @@ export interface operations {
       429: components['responses']['Error'];
     };
   };
+  'get:/api/containers': {
+    parameters: {
+      query?: {
+        type?: 'channels' | 'projects' | 'topics' | 'all';
+        project_id?: string;
+        joined?: 'true' | 'false';
+      };
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Success */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            channels?: {
+              id: string;
+              org_id: string;
+              name: string;
+              description: string;
+              is_private: boolean;
+              /** @description ISO-8601 UTC timestamp */
+              created_at: string;
+              /** @description ISO-8601 UTC timestamp */
+              updated_at: string;
+              archived_at: string | null;
+              /** @description The user who created it */
+              created_by: string | null;
+            }[];
+            projects?: {
+              id: string;
+              org_id: string;
+              name: string;
+              description: string;
+              /** @description ISO-8601 UTC timestamp */
+              created_at: string;
+              archived_at: string | null;
+              /** @description The user who created it */
+              created_by: string | null;
+            }[];
+            topics?: {
+              id: string;
+              org_id: string;
+              project_id: string;
+              name: string;
+              /** @description ISO-8601 UTC timestamp */
+              created_at: string;
+              archived_at: string | null;
+              /** @description The user who created it */
+              created_by: string | null;
+            }[];
+          };
+        };
+      };
+      400: components['responses']['Error'];
+      401: components['responses']['Error'];
+      403: components['responses']['Error'];
+      404: components['responses']['Error'];
+      429: components['responses']['Error'];
+    };
+  };
   'get:/api/projects': {
     parameters: {
       query?: never;
@@ -2311,6 +3148,9 @@ export interface operations {
               description: string;
               /** @description ISO-8601 UTC timestamp */
               created_at: string;
+              archived_at: string | null;
+              /** @description The user who created it */
+              created_by: string | null;
             }[];
           };
         };
@@ -2351,6 +3191,9 @@ export interface operations {
             description: string;
             /** @description ISO-8601 UTC timestamp */
             created_at: string;
+            archived_at: string | null;
+            /** @description The user who created it */
+            created_by: string | null;
           };
         };
       };
@@ -2385,6 +3228,212 @@ export interface operations {
             description: string;
             /** @description ISO-8601 UTC timestamp */
             created_at: string;
+            archived_at: string | null;
+            /** @description The user who created it */
+            created_by: string | null;
+          };
+        };
+      };
+      400: components['responses']['Error'];
+      401: components['responses']['Error'];
+      403: components['responses']['Error'];
+      404: components['responses']['Error'];
+      429: components['responses']['Error'];
+    };
+  };
+  'patch:/api/projects/{projectId}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        projectId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: {
+      content: {
+        'application/json': {
+          name?: string;
+          description?: string;
+        };
+      };
+    };
+    responses: {
+      /** @description Success */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            id: string;
+            org_id: string;
+            name: string;
+            description: string;
+            /** @description ISO-8601 UTC timestamp */
+            created_at: string;
+            archived_at: string | null;
+            /** @description The user who created it */
+            created_by: string | null;
+          };
+        };
+      };
+      400: components['responses']['Error'];
+      401: components['responses']['Error'];
+      403: components['responses']['Error'];
+      404: components['responses']['Error'];
+      429: components['responses']['Error'];
+    };
+  };
+  'post:/api/projects/{projectId}/archive': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        projectId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: {
+      content: {
+        'application/json': Record<string, never>;
+      };
+    };
+    responses: {
+      /** @description Success */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            id: string;
+            org_id: string;
+            name: string;
+            description: string;
+            /** @description ISO-8601 UTC timestamp */
+            created_at: string;
+            archived_at: string | null;
+            /** @description The user who created it */
+            created_by: string | null;
+          };
+        };
+      };
+      400: components['responses']['Error'];
+      401: components['responses']['Error'];
+      403: components['responses']['Error'];
+      404: components['responses']['Error'];
+      429: components['responses']['Error'];
+    };
+  };
+  'patch:/api/topics/{topicId}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        topicId: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          name: string;
+        };
+      };
+    };
+    responses: {
+      /** @description Success */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            id: string;
+            org_id: string;
+            project_id: string;
+            name: string;
+            /** @description ISO-8601 UTC timestamp */
+            created_at: string;
+            archived_at: string | null;
+            /** @description The user who created it */
+            created_by: string | null;
+          };
+        };
+      };
+      400: components['responses']['Error'];
+      401: components['responses']['Error'];
+      403: components['responses']['Error'];
+      404: components['responses']['Error'];
+      429: components['responses']['Error'];
+    };
+  };
+  'post:/api/topics/{topicId}/archive': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        topicId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: {
+      content: {
+        'application/json': Record<string, never>;
+      };
+    };
+    responses: {
+      /** @description Success */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            id: string;
+            org_id: string;
+            project_id: string;
+            name: string;
+            /** @description ISO-8601 UTC timestamp */
+            created_at: string;
+            archived_at: string | null;
+            /** @description The user who created it */
+            created_by: string | null;
+          };
+        };
+      };
+      400: components['responses']['Error'];
+      401: components['responses']['Error'];
+      403: components['responses']['Error'];
+      404: components['responses']['Error'];
+      429: components['responses']['Error'];
+    };
+  };
+  'get:/api/projects/{projectId}/members': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        projectId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Success */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            items: {
+              /** @enum {string} */
+              member_type: 'user' | 'bot';
+              member_id: string;
+              joined_at: string;
+            }[];
           };
         };
       };
@@ -2532,6 +3581,9 @@ export interface operations {
               name: string;
               /** @description ISO-8601 UTC timestamp */
               created_at: string;
+              archived_at: string | null;
+              /** @description The user who created it */
+              created_by: string | null;
             }[];
           };
         };
@@ -2573,6 +3625,9 @@ export interface operations {
             name: string;
             /** @description ISO-8601 UTC timestamp */
             created_at: string;
+            archived_at: string | null;
+            /** @description The user who created it */
+            created_by: string | null;
           };
         };
       };
@@ -2731,6 +3786,16 @@ export interface operations {
               created_at: string;
               edited_at: string | null;
               deleted_at: string | null;
+              reactions: {
+                emoji: string;
+                count: number;
+                /** @description Who reacted (the first 50) */
+                reactors: {
+                  /** @enum {string} */
+                  type: 'user' | 'bot';
+                  id: string;
+                }[];
+              }[];
             }[];
           };
         };
@@ -2917,6 +3982,16 @@ export interface operations {
               created_at: string;
               edited_at: string | null;
               deleted_at: string | null;
+              reactions: {
+                emoji: string;
+                count: number;
+                /** @description Who reacted (the first 50) */
+                reactors: {
+                  /** @enum {string} */
+                  type: 'user' | 'bot';
+                  id: string;
+                }[];
+              }[];
             }[];
           };
         };
@@ -3103,6 +4178,16 @@ export interface operations {
               created_at: string;
               edited_at: string | null;
               deleted_at: string | null;
+              reactions: {
+                emoji: string;
+                count: number;
+                /** @description Who reacted (the first 50) */
+                reactors: {
+                  /** @enum {string} */
+                  type: 'user' | 'bot';
+                  id: string;
+                }[];
+              }[];
             }[];
           };
         };
@@ -3225,6 +4310,1704 @@ export interface operations {
       429: components['responses']['Error'];
     };
   };
+  'post:/api/bots/{botId}/dm-messages': {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description A retry with the same key and body answers the first result (Idempotent-Replayed: true) and changes nothing again; another body answers 409. Kept 24 hours. */
+        'Idempotency-Key'?: string;
+      };
+      path: {
+        botId: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** Format: uuid */
+          user_id: string;
+          content: string;
+          content_html?: string;
+          /** @description Interactive actions (buttons, selects) for users to click; only bots may send them. At most 10, ids unique within the message; null or [] for none. */
+          actions?:
+            | (
+                | {
+                    /** @constant */
+                    type: 'button';
+                    id: string;
+                    label: string;
+                    value: string;
+                    /**
+                     * @default default
+                     * @enum {string}
+                     */
+                    style?: 'default' | 'primary' | 'danger';
+                  }
+                | {
+                    /** @constant */
+                    type: 'select';
+                    id: string;
+                    /** @default null */
+                    placeholder?: string | null;
+                    options: {
+                      label: string;
+                      value: string;
+                    }[];
+                  }
+              )[]
+            | null;
+        };
+      };
+    };
+    responses: {
+      /** @description Success */
+      201: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            id: string;
+            org_id: string;
+            channel_id: string | null;
+            topic_id: string | null;
+            dm_room_id: string | null;
+            /** @enum {string} */
+            sender_type: 'user' | 'bot';
+            sender_id: string;
+            bot_id: string | null;
+            content: string;
+            content_html: string | null;
+            /** @description Interactive actions (buttons, selects) of a bot message; null for none */
+            actions:
+              | (
+                  | {
+                      /** @constant */
+                      type: 'button';
+                      id: string;
+                      label: string;
+                      /** @description Sent as the value of action.invoked when clicked */
+                      value: string;
+                      /** @enum {string} */
+                      style: 'default' | 'primary' | 'danger';
+                    }
+                  | {
+                      /** @constant */
+                      type: 'select';
+                      id: string;
+                      placeholder: string | null;
+                      options: {
+                        label: string;
+                        value: string;
+                      }[];
+                    }
+                )[]
+              | null;
+            /** @description ISO-8601 UTC timestamp */
+            created_at: string;
+            edited_at: string | null;
+            deleted_at: string | null;
+          };
+        };
+      };
+      400: components['responses']['Error'];
+      401: components['responses']['Error'];
+      403: components['responses']['Error'];
+      404: components['responses']['Error'];
+      409: components['responses']['Error'];
+      429: components['responses']['Error'];
+    };
+  };
+  'put:/api/messages/{id}': {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description A retry with the same key and body answers the first result (Idempotent-Replayed: true) and changes nothing again; another body answers 409. Kept 24 hours. */
+        'Idempotency-Key'?: string;
+      };
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          content: string;
+          content_html?: string;
+          /** @description Replaces the actions (bots only); null or [] removes them; omitted keeps them as they are */
+          actions?:
+            | (
+                | {
+                    /** @constant */
+                    type: 'button';
+                    id: string;
+                    label: string;
+                    value: string;
+                    /**
+                     * @default default
+                     * @enum {string}
+                     */
+                    style?: 'default' | 'primary' | 'danger';
+                  }
+                | {
+                    /** @constant */
+                    type: 'select';
+                    id: string;
+                    /** @default null */
+                    placeholder?: string | null;
+                    options: {
+                      label: string;
+                      value: string;
+                    }[];
+                  }
+              )[]
+            | null;
+        };
+      };
+    };
+    responses: {
+      /** @description Success */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            id: string;
+            org_id: string;
+            channel_id: string | null;
+            topic_id: string | null;
+            dm_room_id: string | null;
+            /** @enum {string} */
+            sender_type: 'user' | 'bot';
+            sender_id: string;
+            bot_id: string | null;
+            content: string;
+            content_html: string | null;
+            /** @description Interactive actions (buttons, selects) of a bot message; null for none */
+            actions:
+              | (
+                  | {
+                      /** @constant */
+                      type: 'button';
+                      id: string;
+                      label: string;
+                      /** @description Sent as the value of action.invoked when clicked */
+                      value: string;
+                      /** @enum {string} */
+                      style: 'default' | 'primary' | 'danger';
+                    }
+                  | {
+                      /** @constant */
+                      type: 'select';
+                      id: string;
+                      placeholder: string | null;
+                      options: {
+                        label: string;
+                        value: string;
+                      }[];
+                    }
+                )[]
+              | null;
+            /** @description ISO-8601 UTC timestamp */
+            created_at: string;
+            edited_at: string | null;
+            deleted_at: string | null;
+          };
+        };
+      };
+      400: components['responses']['Error'];
+      401: components['responses']['Error'];
+      403: components['responses']['Error'];
+      404: components['responses']['Error'];
+      409: components['responses']['Error'];
+      429: components['responses']['Error'];
+    };
+  };
+  'delete:/api/messages/{id}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Success */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            id: string;
+            /** @constant */
+            deleted: true;
+            deleted_at: string;
+          };
+        };
+      };
+      400: components['responses']['Error'];
+      401: components['responses']['Error'];
+      403: components['responses']['Error'];
+      404: components['responses']['Error'];
+      429: components['responses']['Error'];
+    };
+  };
+  'post:/api/messages/{id}/actions': {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description A retry with the same key and body answers the first result (Idempotent-Replayed: true) and changes nothing again; another body answers 409. Kept 24 hours. */
+        'Idempotency-Key'?: string;
+      };
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          action_id: string;
+          /** @description A select's chosen option value (required for selects); a button sends its own value */
+          value?: string;
+        };
+      };
+    };
+    responses: {
+      /** @description Success */
+      202: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /**
+             * @description action.invoked was recorded for the bot; its reply comes as an edit
+             * @constant
+             */
+            status: 'sent';
+            invocation_id: string;
+            message_id: string;
+            action_id: string;
+            /** @enum {string} */
+            action_type: 'button' | 'select';
+            value: string;
+            bot_id: string;
+            invoked_at: string;
+          };
+        };
+      };
+      400: components['responses']['Error'];
+      401: components['responses']['Error'];
+      403: components['responses']['Error'];
+      404: components['responses']['Error'];
+      409: components['responses']['Error'];
+      429: components['responses']['Error'];
+    };
+  };
+  'post:/api/messages/{id}/reactions': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          emoji: string;
+        };
+      };
+    };
+    responses: {
+      /** @description Success */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            message_id: string;
+            emoji: string;
+            /** @description false when the reaction already was (or was not) there */
+            changed: boolean;
+            /** @description The message's reactions after the change */
+            reactions: {
+              emoji: string;
+              count: number;
+              /** @description Who reacted (the first 50) */
+              reactors: {
+                /** @enum {string} */
+                type: 'user' | 'bot';
+                id: string;
+              }[];
+            }[];
+          };
+        };
+      };
+      400: components['responses']['Error'];
+      401: components['responses']['Error'];
+      403: components['responses']['Error'];
+      404: components['responses']['Error'];
+      429: components['responses']['Error'];
+    };
+  };
+  'delete:/api/messages/{id}/reactions/{emoji}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+        emoji: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Success */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            message_id: string;
+            emoji: string;
+            /** @description false when the reaction already was (or was not) there */
+            changed: boolean;
+            /** @description The message's reactions after the change */
+            reactions: {
+              emoji: string;
+              count: number;
+              /** @description Who reacted (the first 50) */
+              reactors: {
+                /** @enum {string} */
+                type: 'user' | 'bot';
+                id: string;
+              }[];
+            }[];
+          };
+        };
+      };
+      400: components['responses']['Error'];
+      401: components['responses']['Error'];
+      403: components['responses']['Error'];
+      404: components['responses']['Error'];
+      429: components['responses']['Error'];
+    };
+  };
+  'post:/api/channels/{channelId}/read': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        channelId: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** Format: uuid */
+          topic_id?: string;
+          /** Format: uuid */
+          dm_room_id?: string;
+          /** Format: uuid */
+          message_id: string;
+        };
+      };
+    };
+    responses: {
+      /** @description Success */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /** @enum {string} */
+            container_type: 'channel' | 'topic' | 'dm_room';
+            container_id: string;
+            /** @description created_at of the last message read */
+            last_read_at: string;
+            last_read_message_id: string | null;
+            updated_at: string;
+            /** @description false when the marker was already at or after this message */
+            moved: boolean;
+            /** @description Unread messages after the marker, at most 100 */
+            unread: number;
+          };
+        };
+      };
+      400: components['responses']['Error'];
+      401: components['responses']['Error'];
+      403: components['responses']['Error'];
+      404: components['responses']['Error'];
+      429: components['responses']['Error'];
+    };
+  };
+  'post:/api/topics/{topicId}/read': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        topicId: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** Format: uuid */
+          channel_id?: string;
+          /** Format: uuid */
+          dm_room_id?: string;
+          /** Format: uuid */
+          message_id: string;
+        };
+      };
+    };
+    responses: {
+      /** @description Success */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /** @enum {string} */
+            container_type: 'channel' | 'topic' | 'dm_room';
+            container_id: string;
+            /** @description created_at of the last message read */
+            last_read_at: string;
+            last_read_message_id: string | null;
+            updated_at: string;
+            /** @description false when the marker was already at or after this message */
+            moved: boolean;
+            /** @description Unread messages after the marker, at most 100 */
+            unread: number;
+          };
+        };
+      };
+      400: components['responses']['Error'];
+      401: components['responses']['Error'];
+      403: components['responses']['Error'];
+      404: components['responses']['Error'];
+      429: components['responses']['Error'];
+    };
+  };
+  'post:/api/dm-rooms/{dmRoomId}/read': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        dmRoomId: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** Format: uuid */
+          channel_id?: string;
+          /** Format: uuid */
+          topic_id?: string;
+          /** Format: uuid */
+          message_id: string;
+        };
+      };
+    };
+    responses: {
+      /** @description Success */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /** @enum {string} */
+            container_type: 'channel' | 'topic' | 'dm_room';
+            container_id: string;
+            /** @description created_at of the last message read */
+            last_read_at: string;
+            last_read_message_id: string | null;
+            updated_at: string;
+            /** @description false when the marker was already at or after this message */
+            moved: boolean;
+            /** @description Unread messages after the marker, at most 100 */
+            unread: number;
+          };
+        };
+      };
+      400: components['responses']['Error'];
+      401: components['responses']['Error'];
+      403: components['responses']['Error'];
+      404: components['responses']['Error'];
+      429: components['responses']['Error'];
+    };
+  };
+  'get:/api/unread': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Success */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            items: {
+              /** @enum {string} */
+              container_type: 'channel' | 'topic' | 'dm_room';
+              container_id: string;
+              /** @description Messages after the marker, at most 100 (show "99+" from 100) */
+              unread: number;
+              /** @description null: never marked read (counted from joining) */
+              last_read_at: string | null;
+              last_read_message_id: string | null;
+            }[];
+            cap: number;
+          };
+        };
+      };
+      400: components['responses']['Error'];
+      401: components['responses']['Error'];
+      403: components['responses']['Error'];
+      404: components['responses']['Error'];
+      429: components['responses']['Error'];
+    };
+  };
+  'get:/api/topics/{topicId}/tasks': {
+    parameters: {
+      query?: {
+        status?: 'todo' | 'in_progress' | 'review' | 'done' | 'all';
+        assignee_id?: string;
+      };
+      header?: never;
+      path: {
+        topicId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Success */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            items: {
+              task_id: string;
+              id: string;
+              org_id: string;
+              topic_id: string;
+              title: string;
+              description: string;
+              priority: string;
+              status: string;
+              assignee_id: string | null;
+              due_date: string | null;
+              /** @enum {string} */
+              created_by_type: 'user' | 'bot';
+              created_by_id: string;
+              /** @description ISO-8601 UTC timestamp */
+              created_at: string;
+              /** @description ISO-8601 UTC timestamp */
+              updated_at: string;
+            }[];
+          };
+        };
+      };
+      400: components['responses']['Error'];
+      401: components['responses']['Error'];
+      403: components['responses']['Error'];
+      404: components['responses']['Error'];
+      429: components['responses']['Error'];
+    };
+  };
+  'post:/api/topics/{topicId}/tasks': {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description A retry with the same key and body answers the first result (Idempotent-Replayed: true) and changes nothing again; another body answers 409. Kept 24 hours. */
+        'Idempotency-Key'?: string;
+      };
+      path: {
+        topicId: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Task title */
+          title: string;
+          /** @description Details */
+          description?: string;
+          /**
+           * @description low, medium, high or urgent
+           * @default medium
+           * @enum {string}
+           */
+          priority?: 'low' | 'medium' | 'high' | 'urgent';
+          /**
+           * Format: uuid
+           * @description User to assign the task to
+           */
+          assignee_id?: string;
+          /**
+           * Format: date
+           * @description Due date, YYYY-MM-DD
+           */
+          due_date?: string;
+        };
+      };
+    };
+    responses: {
+      /** @description Success */
+      201: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            task_id: string;
+            id: string;
+            org_id: string;
+            topic_id: string;
+            title: string;
+            description: string;
+            priority: string;
+            status: string;
+            assignee_id: string | null;
+            due_date: string | null;
+            /** @enum {string} */
+            created_by_type: 'user' | 'bot';
+            created_by_id: string;
+            /** @description ISO-8601 UTC timestamp */
+            created_at: string;
+            /** @description ISO-8601 UTC timestamp */
+            updated_at: string;
+          };
+        };
+      };
+      400: components['responses']['Error'];
+      401: components['responses']['Error'];
+      403: components['responses']['Error'];
+      404: components['responses']['Error'];
+      409: components['responses']['Error'];
+      429: components['responses']['Error'];
+    };
+  };
+  'get:/api/tasks/{taskId}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        taskId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Success */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            task_id: string;
+            id: string;
+            org_id: string;
+            topic_id: string;
+            title: string;
+            description: string;
+            priority: string;
+            status: string;
+            assignee_id: string | null;
+            due_date: string | null;
+            /** @enum {string} */
+            created_by_type: 'user' | 'bot';
+            created_by_id: string;
+            /** @description ISO-8601 UTC timestamp */
+            created_at: string;
+            /** @description ISO-8601 UTC timestamp */
+            updated_at: string;
+          };
+        };
+      };
+      400: components['responses']['Error'];
+      401: components['responses']['Error'];
+      403: components['responses']['Error'];
+      404: components['responses']['Error'];
+      429: components['responses']['Error'];
+    };
+  };
+  'patch:/api/tasks/{taskId}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        taskId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: {
+      content: {
+        'application/json': {
+          /**
+           * @description todo, in_progress, review or done
+           * @enum {string}
+           */
+          status?: 'todo' | 'in_progress' | 'review' | 'done';
+          /** @description New title */
+          title?: string;
+          /** @description New details */
+          description?: string;
+          /**
+           * @description low, medium, high or urgent
+           * @enum {string}
+           */
+          priority?: 'low' | 'medium' | 'high' | 'urgent';
+          /** @description New assignee; null removes the assignee */
+          assignee_id?: string | null;
+          due_date?: string | null;
+        };
+      };
+    };
+    responses: {
+      /** @description Success */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            task_id: string;
+            id: string;
+            org_id: string;
+            topic_id: string;
+            title: string;
+            description: string;
+            priority: string;
+            status: string;
+            assignee_id: string | null;
+            due_date: string | null;
+            /** @enum {string} */
+            created_by_type: 'user' | 'bot';
+            created_by_id: string;
+            /** @description ISO-8601 UTC timestamp */
+            created_at: string;
+            /** @description ISO-8601 UTC timestamp */
+            updated_at: string;
+          };
+        };
+      };
+      400: components['responses']['Error'];
+      401: components['responses']['Error'];
+      403: components['responses']['Error'];
+      404: components['responses']['Error'];
+      429: components['responses']['Error'];
+    };
+  };
+  'get:/api/channels/{channelId}/bookmarks': {
+    parameters: {
+      query?: {
+        user_id?: string;
+        from?: string;
+        to?: string;
+        sort?: 'asc' | 'desc';
+        limit?: number;
+      };
+      header?: never;
+      path: {
+        channelId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Success */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            items: {
+              id: string;
+              user_id: string;
+              channel_id: string;
+              message_id: string;
+              created_at: string;
+              message?: {
+                content: string;
+                sender_type: string;
+                sender_id: string;
+                created_at: string;
+              };
+            }[];
+          };
+        };
+      };
+      400: components['responses']['Error'];
+      401: components['responses']['Error'];
+      403: components['responses']['Error'];
+      404: components['responses']['Error'];
+      429: components['responses']['Error'];
+    };
+  };
+  'post:/api/channels/{channelId}/bookmarks': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        channelId: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** Format: uuid */
+          message_id: string;
+        };
+      };
+    };
+    responses: {
+      /** @description Success */
+      201: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            id: string;
+            user_id: string;
+            channel_id: string;
+            message_id: string;
+            created_at: string;
+            message?: {
+              content: string;
+              sender_type: string;
+              sender_id: string;
+              created_at: string;
+            };
+          };
+        };
+      };
+      400: components['responses']['Error'];
+      401: components['responses']['Error'];
+      403: components['responses']['Error'];
+      404: components['responses']['Error'];
+      409: components['responses']['Error'];
+      429: components['responses']['Error'];
+    };
+  };
+  'delete:/api/channels/{channelId}/bookmarks/{messageId}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        channelId: string;
+        messageId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Success */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            channel_id: string;
+            message_id: string;
+            /** @constant */
+            deleted: true;
+          };
+        };
+      };
+      400: components['responses']['Error'];
+      401: components['responses']['Error'];
+      403: components['responses']['Error'];
+      404: components['responses']['Error'];
+      429: components['responses']['Error'];
+    };
+  };
+  'get:/api/channels/{channelId}/files': {
+    parameters: {
+      query?: {
+        q?: string;
+        type?: 'image' | 'document' | 'media' | 'archive';
+        sort?: 'created_at' | 'filename' | 'size';
+        order?: 'asc' | 'desc';
+        limit?: number;
+        offset?: number;
+      };
+      header?: never;
+      path: {
+        channelId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Success */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            items: {
+              id: string;
+              org_id: string;
+              channel_id: string | null;
+              topic_id: string | null;
+              dm_room_id: string | null;
+              filename: string;
+              /** @description Sniffed from the bytes */
+              content_type: string;
+              /** @enum {string} */
+              kind: 'image' | 'document' | 'media' | 'archive' | 'other';
+              size: number;
+              sha256: string;
+              /** @enum {string} */
+              uploader_type: 'user' | 'bot';
+              uploader_id: string;
+              created_at: string;
+              download_url: string;
+            }[];
+            limit: number;
+            offset: number;
+            has_more: boolean;
+          };
+        };
+      };
+      400: components['responses']['Error'];
+      401: components['responses']['Error'];
+      403: components['responses']['Error'];
+      404: components['responses']['Error'];
+      429: components['responses']['Error'];
+    };
+  };
+  'post:/api/channels/{channelId}/files': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        channelId: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'multipart/form-data': {
+          /** Format: binary */
+          file: string;
+        };
+      };
+    };
+    responses: {
+      /** @description Stored */
+      201: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            id: string;
+            org_id: string;
+            channel_id: string | null;
+            topic_id: string | null;
+            dm_room_id: string | null;
+            filename: string;
+            /** @description Sniffed from the bytes */
+            content_type: string;
+            /** @enum {string} */
+            kind: 'image' | 'document' | 'media' | 'archive' | 'other';
+            size: number;
+            sha256: string;
+            /** @enum {string} */
+            uploader_type: 'user' | 'bot';
+            uploader_id: string;
+            created_at: string;
+            download_url: string;
+          };
+        };
+      };
+      400: components['responses']['Error'];
+      401: components['responses']['Error'];
+      403: components['responses']['Error'];
+      404: components['responses']['Error'];
+      413: components['responses']['Error'];
+      415: components['responses']['Error'];
+      429: components['responses']['Error'];
+    };
+  };
+  'get:/api/files/{fileId}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        fileId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The bytes, with the sniffed Content-Type */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/octet-stream': string;
+        };
+      };
+      401: components['responses']['Error'];
+      403: components['responses']['Error'];
+      404: components['responses']['Error'];
+      429: components['responses']['Error'];
+    };
+  };
+  'get:/api/search': {
+    parameters: {
+      query: {
+        query: string;
+        type?: 'messages' | 'users' | 'tasks' | 'channels' | 'all';
+        limit?: number;
+        sort?: 'relevance' | 'newest';
+      };
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Success */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            query: string;
+            messages?: {
+              id: string;
+              org_id: string;
+              channel_id: string | null;
+              topic_id: string | null;
+              dm_room_id: string | null;
+              /** @enum {string} */
+              sender_type: 'user' | 'bot';
+              sender_id: string;
+              bot_id: string | null;
+              content: string;
+              content_html: string | null;
+              /** @description Interactive actions (buttons, selects) of a bot message; null for none */
+              actions:
+                | (
+                    | {
+                        /** @constant */
+                        type: 'button';
+                        id: string;
+                        label: string;
+                        /** @description Sent as the value of action.invoked when clicked */
+                        value: string;
+                        /** @enum {string} */
+                        style: 'default' | 'primary' | 'danger';
+                      }
+                    | {
+                        /** @constant */
+                        type: 'select';
+                        id: string;
+                        placeholder: string | null;
+                        options: {
+                          label: string;
+                          value: string;
+                        }[];
+                      }
+                  )[]
+                | null;
+              /** @description ISO-8601 UTC timestamp */
+              created_at: string;
+              edited_at: string | null;
+              deleted_at: string | null;
+              /** @description Up to ~200 characters around the match, HTML-escaped, matched words in <mark>…</mark> */
+              snippet: string;
+            }[];
+            users?: {
+              id: string;
+              org_id: string;
+              email: string;
+              display_name: string;
+              role: string;
+              status: string;
+              department: string | null;
+              /** @description ISO-8601 UTC timestamp */
+              created_at: string;
+            }[];
+            tasks?: {
+              task_id: string;
+              id: string;
+              org_id: string;
+              topic_id: string;
+              title: string;
+              description: string;
+              priority: string;
+              status: string;
+              assignee_id: string | null;
+              due_date: string | null;
+              /** @enum {string} */
+              created_by_type: 'user' | 'bot';
+              created_by_id: string;
+              /** @description ISO-8601 UTC timestamp */
+              created_at: string;
+              /** @description ISO-8601 UTC timestamp */
+              updated_at: string;
+            }[];
+            channels?: {
+              id: string;
+              org_id: string;
+              name: string;
+              description: string;
+              is_private: boolean;
+              /** @description ISO-8601 UTC timestamp */
+              created_at: string;
+              /** @description ISO-8601 UTC timestamp */
+              updated_at: string;
+              archived_at: string | null;
+              /** @description The user who created it */
+              created_by: string | null;
+            }[];
+          };
+        };
+      };
+      400: components['responses']['Error'];
+      401: components['responses']['Error'];
+      403: components['responses']['Error'];
+      404: components['responses']['Error'];
+      429: components['responses']['Error'];
+    };
+  };
+  'get:/api/mentions/users': {
+    parameters: {
+      query: {
+        q: string;
+        channel_id?: string;
+        limit?: number;
+      };
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Success */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            items: {
+              /** @enum {string} */
+              type: 'special' | 'user' | 'department' | 'bot';
+              /** @description "all" or "here" for specials */
+              id: string;
+              name: string;
+              /** @description Text to insert, e.g. @all or @Ann Lee */
+              mention: string;
+              /** @description Whether the user or bot is a member of channel_id */
+              in_channel: boolean;
+              description?: string;
+              email?: string;
+              role?: string;
+              department?: string | null;
+              member_count?: number;
+              bot_type?: string;
+            }[];
+          };
+        };
+      };
+      400: components['responses']['Error'];
+      401: components['responses']['Error'];
+      403: components['responses']['Error'];
+      404: components['responses']['Error'];
+      429: components['responses']['Error'];
+    };
+  };
+  'get:/api/hashtags/search': {
+    parameters: {
+      query: {
+        q: string;
+        limit?: number;
+      };
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Success */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            items: {
+              /** @enum {string} */
+              type: 'channel' | 'task' | 'project' | 'tag';
+              id: string;
+              name: string;
+              /** @description Text to insert, e.g. #general */
+              hashtag: string;
+              is_private?: boolean;
+              status?: string;
+              topic_id?: string;
+              project_id?: string;
+            }[];
+          };
+        };
+      };
+      400: components['responses']['Error'];
+      401: components['responses']['Error'];
+      403: components['responses']['Error'];
+      404: components['responses']['Error'];
+      429: components['responses']['Error'];
+    };
+  };
+  'get:/api/hashtags/preview/{type}/{id}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        type: 'channel' | 'task' | 'project';
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Success */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /** @enum {string} */
+            type: 'channel' | 'task' | 'project';
+            id: string;
+            title: string;
+            description: string;
+            /** @description API path of the target */
+            url: string;
+            details: {
+              [key: string]: unknown;
+            };
+          };
+        };
+      };
+      400: components['responses']['Error'];
+      401: components['responses']['Error'];
+      403: components['responses']['Error'];
+      404: components['responses']['Error'];
+      429: components['responses']['Error'];
+    };
+  };
+  'get:/api/bots/{botId}/commands': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        botId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Success */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            items: {
+              id: string;
+              bot_id: string;
+              command: string;
+              description: string;
+              usage_hint: string | null;
+              created_at: string;
+              updated_at: string;
+            }[];
+          };
+        };
+      };
+      400: components['responses']['Error'];
+      401: components['responses']['Error'];
+      403: components['responses']['Error'];
+      404: components['responses']['Error'];
+      429: components['responses']['Error'];
+    };
+  };
+  'post:/api/bots/{botId}/commands': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        botId: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          command: string;
+          description: string;
+          usage_hint?: string;
+        };
+      };
+    };
+    responses: {
+      /** @description Success */
+      201: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            id: string;
+            bot_id: string;
+            command: string;
+            description: string;
+            usage_hint: string | null;
+            created_at: string;
+            updated_at: string;
+          };
+        };
+      };
+      400: components['responses']['Error'];
+      401: components['responses']['Error'];
+      403: components['responses']['Error'];
+      404: components['responses']['Error'];
+      409: components['responses']['Error'];
+      429: components['responses']['Error'];
+    };
+  };
+  'delete:/api/bots/{botId}/commands/{commandName}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        botId: string;
+        commandName: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Success */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            bot_id: string;
+            command: string;
+            /** @constant */
+            deleted: true;
+          };
+        };
+      };
+      400: components['responses']['Error'];
+      401: components['responses']['Error'];
+      403: components['responses']['Error'];
+      404: components['responses']['Error'];
+      429: components['responses']['Error'];
+    };
+  };
+  'patch:/api/bots/{botId}/commands/{commandName}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        botId: string;
+        commandName: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: {
+      content: {
+        'application/json': {
+          description?: string;
+          usage_hint?: string | null;
+        };
+      };
+    };
+    responses: {
+      /** @description Success */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            id: string;
+            bot_id: string;
+            command: string;
+            description: string;
+            usage_hint: string | null;
+            created_at: string;
+            updated_at: string;
+          };
+        };
+      };
+      400: components['responses']['Error'];
+      401: components['responses']['Error'];
+      403: components['responses']['Error'];
+      404: components['responses']['Error'];
+      429: components['responses']['Error'];
+    };
+  };
+  'get:/api/commands': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Success */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            items: {
+              command: string;
+              description: string;
+              usage_hint: string | null;
+              /** @enum {string} */
+              source: 'builtin' | 'bot';
+              bot_id: string | null;
+              bot_name: string | null;
+            }[];
+          };
+        };
+      };
+      400: components['responses']['Error'];
+      401: components['responses']['Error'];
+      403: components['responses']['Error'];
+      404: components['responses']['Error'];
+      429: components['responses']['Error'];
+    };
+  };
+  'post:/api/commands/execute': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          text: string;
+          /** Format: uuid */
+          channel_id?: string;
+          /** Format: uuid */
+          topic_id?: string;
+          /** Format: uuid */
+          dm_room_id?: string;
+          /**
+           * Format: uuid
+           * @description Chooses the bot when several bots register the same command
+           */
+          bot_id?: string;
+        };
+      };
+    };
+    responses: {
+      /** @description Success */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /** @enum {string} */
+            status: 'completed' | 'dispatched';
+            command: string;
+            args: string;
+            /** @enum {string} */
+            source: 'builtin' | 'bot';
+            /** @description Answer of a built-in command */
+            text?: string;
+            /** @description Id of the command.invoked event of a bot command */
+            invocation_id?: string;
+            /** @description A bot's command: whether the bot got it at once, and if not why */
+            delivery?: {
+              /**
+               * @description delivered: the bot answered 2xx; the others say why the bot did not get the command now
+               * @enum {string}
+               */
+              status: 'delivered' | 'no_webhook' | 'no_secret' | 'failed' | 'timeout';
+              http_status: number | null;
+              duration_ms: number | null;
+              message: string;
+            };
+            /** @description The bot's immediate answer: posted as its message, or (ephemeral) shown to you only */
+            reply?: {
+              /** @description Shown only to the invoking user (pushed to their live connections) */
+              ephemeral: boolean;
+              content: string;
+              content_html: string | null;
+              /** @description The posted message (null when ephemeral) */
+              message_id: string | null;
+              /** @description Live connections that got an ephemeral reply */
+              delivered_to: number | null;
+            } | null;
+            /** @description Why the bot's answer could not be used as a reply */
+            reply_error?: string | null;
+            bot_id: string | null;
+            bot_name: string | null;
+            channel_id: string | null;
+            topic_id: string | null;
+            dm_room_id: string | null;
+          };
+        };
+      };
+      /** @description A bot's command, recorded as a command.invoked event for delivery to the bot */
+      202: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /** @enum {string} */
+            status: 'completed' | 'dispatched';
+            command: string;
+            args: string;
+            /** @enum {string} */
+            source: 'builtin' | 'bot';
+            /** @description Answer of a built-in command */
+            text?: string;
+            /** @description Id of the command.invoked event of a bot command */
+            invocation_id?: string;
+            /** @description A bot's command: whether the bot got it at once, and if not why */
+            delivery?: {
+              /**
+               * @description delivered: the bot answered 2xx; the others say why the bot did not get the command now
+               * @enum {string}
+               */
+              status: 'delivered' | 'no_webhook' | 'no_secret' | 'failed' | 'timeout';
+              http_status: number | null;
+              duration_ms: number | null;
+              message: string;
+            };
+            /** @description The bot's immediate answer: posted as its message, or (ephemeral) shown to you only */
+            reply?: {
+              /** @description Shown only to the invoking user (pushed to their live connections) */
+              ephemeral: boolean;
+              content: string;
+              content_html: string | null;
+              /** @description The posted message (null when ephemeral) */
+              message_id: string | null;
+              /** @description Live connections that got an ephemeral reply */
+              delivered_to: number | null;
+            } | null;
+            /** @description Why the bot's answer could not be used as a reply */
+            reply_error?: string | null;
+            bot_id: string | null;
+            bot_name: string | null;
+            channel_id: string | null;
+            topic_id: string | null;
+            dm_room_id: string | null;
+          };
+        };
+      };
+      400: components['responses']['Error'];
+      401: components['responses']['Error'];
+      403: components['responses']['Error'];
+      404: components['responses']['Error'];
+      409: components['responses']['Error'];
+      429: components['responses']['Error'];
+    };
+  };
+  'post:/api/commands/responses/{token}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        token: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          content: string;
+          content_html?: string;
+          ephemeral?: boolean;
+        };
+      };
+    };
+    responses: {
+      /** @description Posted (or, ephemeral, pushed to the invoking user only) */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /** @description Shown only to the invoking user (pushed to their live connections) */
+            ephemeral: boolean;
+            content: string;
+            content_html: string | null;
+            /** @description The posted message (null when ephemeral) */
+            message_id: string | null;
+            /** @description Live connections that got an ephemeral reply */
+            delivered_to: number | null;
+            invocation_id: string;
+            /** @description How many more times this URL may be used (5 in all) */
+            responses_left: number;
+          };
+        };
+      };
+      400: components['responses']['Error'];
+      403: components['responses']['Error'];
+      404: components['responses']['Error'];
+      409: components['responses']['Error'];
+    };
+  };
   'post:/api/bots/auth': {
     parameters: {
       query?: never;
@@ -3333,6 +6116,16 @@ export interface operations {
             | 'channel.updated'
             | 'member.joined'
             | 'member.left'
+            | 'channel.created'
+            | 'channel.archived'
+            | 'project.created'
+            | 'project.updated'
+            | 'project.archived'
+            | 'topic.created'
+            | 'topic.updated'
+            | 'topic.archived'
+            | 'reaction.added'
+            | 'reaction.removed'
           )[];
           /**
            * @default custom
@@ -3479,6 +6272,16 @@ export interface operations {
             | 'channel.updated'
             | 'member.joined'
             | 'member.left'
+            | 'channel.created'
+            | 'channel.archived'
+            | 'project.created'
+            | 'project.updated'
+            | 'project.archived'
+            | 'topic.created'
+            | 'topic.updated'
+            | 'topic.archived'
+            | 'reaction.added'
+            | 'reaction.removed'
           )[];
           /** @enum {string} */
           status?: 'active' | 'disabled';
@@ -3826,1022 +6629,6 @@ export interface operations {
       401: components['responses']['Error'];
       403: components['responses']['Error'];
       404: components['responses']['Error'];
-      429: components['responses']['Error'];
-    };
-  };
-  'post:/api/bots/{botId}/dm-messages': {
-    parameters: {
-      query?: never;
-      header?: {
-        /** @description A retry with the same key and body answers the first result (Idempotent-Replayed: true) and changes nothing again; another body answers 409. Kept 24 hours. */
-        'Idempotency-Key'?: string;
-      };
-      path: {
-        botId: string;
-      };
-      cookie?: never;
-    };
-    requestBody: {
-      content: {
-        'application/json': {
-          /** Format: uuid */
-          user_id: string;
-          content: string;
-          content_html?: string;
-          /** @description Interactive actions (buttons, selects) for users to click; only bots may send them. At most 10, ids unique within the message; null or [] for none. */
-          actions?:
-            | (
-                | {
-                    /** @constant */
-                    type: 'button';
-                    id: string;
-                    label: string;
-                    value: string;
-                    /**
-                     * @default default
-                     * @enum {string}
-                     */
-                    style?: 'default' | 'primary' | 'danger';
-                  }
-                | {
-                    /** @constant */
-                    type: 'select';
-                    id: string;
-                    /** @default null */
-                    placeholder?: string | null;
-                    options: {
-                      label: string;
-                      value: string;
-                    }[];
-                  }
-              )[]
-            | null;
-        };
-      };
-    };
-    responses: {
-      /** @description Success */
-      201: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            id: string;
-            org_id: string;
-            channel_id: string | null;
-            topic_id: string | null;
-            dm_room_id: string | null;
-            /** @enum {string} */
-            sender_type: 'user' | 'bot';
-            sender_id: string;
-            bot_id: string | null;
-            content: string;
-            content_html: string | null;
-            /** @description Interactive actions (buttons, selects) of a bot message; null for none */
-            actions:
-              | (
-                  | {
-                      /** @constant */
-                      type: 'button';
-                      id: string;
-                      label: string;
-                      /** @description Sent as the value of action.invoked when clicked */
-                      value: string;
-                      /** @enum {string} */
-                      style: 'default' | 'primary' | 'danger';
-                    }
-                  | {
-                      /** @constant */
-                      type: 'select';
-                      id: string;
-                      placeholder: string | null;
-                      options: {
-                        label: string;
-                        value: string;
-                      }[];
-                    }
-                )[]
-              | null;
-            /** @description ISO-8601 UTC timestamp */
-            created_at: string;
-            edited_at: string | null;
-            deleted_at: string | null;
-          };
-        };
-      };
-      400: components['responses']['Error'];
-      401: components['responses']['Error'];
-      403: components['responses']['Error'];
-      404: components['responses']['Error'];
-      409: components['responses']['Error'];
-      429: components['responses']['Error'];
-    };
-  };
-  'put:/api/messages/{id}': {
-    parameters: {
-      query?: never;
-      header?: {
-        /** @description A retry with the same key and body answers the first result (Idempotent-Replayed: true) and changes nothing again; another body answers 409. Kept 24 hours. */
-        'Idempotency-Key'?: string;
-      };
-      path: {
-        id: string;
-      };
-      cookie?: never;
-    };
-    requestBody: {
-      content: {
-        'application/json': {
-          content: string;
-          content_html?: string;
-          /** @description Replaces the actions (bots only); null or [] removes them; omitted keeps them as they are */
-          actions?:
-            | (
-                | {
-                    /** @constant */
-                    type: 'button';
-                    id: string;
-                    label: string;
-                    value: string;
-                    /**
-                     * @default default
-                     * @enum {string}
-                     */
-                    style?: 'default' | 'primary' | 'danger';
-                  }
-                | {
-                    /** @constant */
-                    type: 'select';
-                    id: string;
-                    /** @default null */
-                    placeholder?: string | null;
-                    options: {
-                      label: string;
-                      value: string;
-                    }[];
-                  }
-              )[]
-            | null;
-        };
-      };
-    };
-    responses: {
-      /** @description Success */
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            id: string;
-            org_id: string;
-            channel_id: string | null;
-            topic_id: string | null;
-            dm_room_id: string | null;
-            /** @enum {string} */
-            sender_type: 'user' | 'bot';
-            sender_id: string;
-            bot_id: string | null;
-            content: string;
-            content_html: string | null;
-            /** @description Interactive actions (buttons, selects) of a bot message; null for none */
-            actions:
-              | (
-                  | {
-                      /** @constant */
-                      type: 'button';
-                      id: string;
-                      label: string;
-                      /** @description Sent as the value of action.invoked when clicked */
-                      value: string;
-                      /** @enum {string} */
-                      style: 'default' | 'primary' | 'danger';
-                    }
-                  | {
-                      /** @constant */
-                      type: 'select';
-                      id: string;
-                      placeholder: string | null;
-                      options: {
-                        label: string;
-                        value: string;
-                      }[];
-                    }
-                )[]
-              | null;
-            /** @description ISO-8601 UTC timestamp */
-            created_at: string;
-            edited_at: string | null;
-            deleted_at: string | null;
-          };
-        };
-      };
-      400: components['responses']['Error'];
-      401: components['responses']['Error'];
-      403: components['responses']['Error'];
-      404: components['responses']['Error'];
-      409: components['responses']['Error'];
-      429: components['responses']['Error'];
-    };
-  };
-  'delete:/api/messages/{id}': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path: {
-        id: string;
-      };
-      cookie?: never;
-    };
-    requestBody?: never;
-    responses: {
-      /** @description Success */
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            id: string;
-            /** @constant */
-            deleted: true;
-            deleted_at: string;
-          };
-        };
-      };
-      400: components['responses']['Error'];
-      401: components['responses']['Error'];
-      403: components['responses']['Error'];
-      404: components['responses']['Error'];
-      429: components['responses']['Error'];
-    };
-  };
-  'post:/api/messages/{id}/actions': {
-    parameters: {
-      query?: never;
-      header?: {
-        /** @description A retry with the same key and body answers the first result (Idempotent-Replayed: true) and changes nothing again; another body answers 409. Kept 24 hours. */
-        'Idempotency-Key'?: string;
-      };
-      path: {
-        id: string;
-      };
-      cookie?: never;
-    };
-    requestBody: {
-      content: {
-        'application/json': {
-          action_id: string;
-          /** @description A select's chosen option value (required for selects); a button sends its own value */
-          value?: string;
-        };
-      };
-    };
-    responses: {
-      /** @description Success */
-      202: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            /**
-             * @description action.invoked was recorded for the bot; its reply comes as an edit
-             * @constant
-             */
-            status: 'sent';
-            invocation_id: string;
-            message_id: string;
-            action_id: string;
-            /** @enum {string} */
-            action_type: 'button' | 'select';
-            value: string;
-            bot_id: string;
-            invoked_at: string;
-          };
-        };
-      };
-      400: components['responses']['Error'];
-      401: components['responses']['Error'];
-      403: components['responses']['Error'];
-      404: components['responses']['Error'];
-      409: components['responses']['Error'];
-      429: components['responses']['Error'];
-    };
-  };
-  'get:/api/bots/{botId}/commands': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path: {
-        botId: string;
-      };
-      cookie?: never;
-    };
-    requestBody?: never;
-    responses: {
-      /** @description Success */
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            items: {
-              id: string;
-              bot_id: string;
-              command: string;
-              description: string;
-              usage_hint: string | null;
-              created_at: string;
-              updated_at: string;
-            }[];
-          };
-        };
-      };
-      400: components['responses']['Error'];
-      401: components['responses']['Error'];
-      403: components['responses']['Error'];
-      404: components['responses']['Error'];
-      429: components['responses']['Error'];
-    };
-  };
-  'post:/api/bots/{botId}/commands': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path: {
-        botId: string;
-      };
-      cookie?: never;
-    };
-    requestBody: {
-      content: {
-        'application/json': {
-          command: string;
-          description: string;
-          usage_hint?: string;
-        };
-      };
-    };
-    responses: {
-      /** @description Success */
-      201: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            id: string;
-            bot_id: string;
-            command: string;
-            description: string;
-            usage_hint: string | null;
-            created_at: string;
-            updated_at: string;
-          };
-        };
-      };
-      400: components['responses']['Error'];
-      401: components['responses']['Error'];
-      403: components['responses']['Error'];
-      404: components['responses']['Error'];
-      409: components['responses']['Error'];
-      429: components['responses']['Error'];
-    };
-  };
-  'delete:/api/bots/{botId}/commands/{commandName}': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path: {
-        botId: string;
-        commandName: string;
-      };
-      cookie?: never;
-    };
-    requestBody?: never;
-    responses: {
-      /** @description Success */
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            bot_id: string;
-            command: string;
-            /** @constant */
-            deleted: true;
-          };
-        };
-      };
-      400: components['responses']['Error'];
-      401: components['responses']['Error'];
-      403: components['responses']['Error'];
-      404: components['responses']['Error'];
-      429: components['responses']['Error'];
-    };
-  };
-  'patch:/api/bots/{botId}/commands/{commandName}': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path: {
-        botId: string;
-        commandName: string;
-      };
-      cookie?: never;
-    };
-    requestBody?: {
-      content: {
-        'application/json': {
-          description?: string;
-          usage_hint?: string | null;
-        };
-      };
-    };
-    responses: {
-      /** @description Success */
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            id: string;
-            bot_id: string;
-            command: string;
-            description: string;
-            usage_hint: string | null;
-            created_at: string;
-            updated_at: string;
-          };
-        };
-      };
-      400: components['responses']['Error'];
-      401: components['responses']['Error'];
-      403: components['responses']['Error'];
-      404: components['responses']['Error'];
-      429: components['responses']['Error'];
-    };
-  };
-  'get:/api/channels/{channelId}/bookmarks': {
-    parameters: {
-      query?: {
-        user_id?: string;
-        from?: string;
-        to?: string;
-        sort?: 'asc' | 'desc';
-        limit?: number;
-      };
-      header?: never;
-      path: {
-        channelId: string;
-      };
-      cookie?: never;
-    };
-    requestBody?: never;
-    responses: {
-      /** @description Success */
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            items: {
-              id: string;
-              user_id: string;
-              channel_id: string;
-              message_id: string;
-              created_at: string;
-              message?: {
-                content: string;
-                sender_type: string;
-                sender_id: string;
-                created_at: string;
-              };
-            }[];
-          };
-        };
-      };
-      400: components['responses']['Error'];
-      401: components['responses']['Error'];
-      403: components['responses']['Error'];
-      404: components['responses']['Error'];
-      429: components['responses']['Error'];
-    };
-  };
-  'post:/api/channels/{channelId}/bookmarks': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path: {
-        channelId: string;
-      };
-      cookie?: never;
-    };
-    requestBody: {
-      content: {
-        'application/json': {
-          /** Format: uuid */
-          message_id: string;
-        };
-      };
-    };
-    responses: {
-      /** @description Success */
-      201: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            id: string;
-            user_id: string;
-            channel_id: string;
-            message_id: string;
-            created_at: string;
-            message?: {
-              content: string;
-              sender_type: string;
-              sender_id: string;
-              created_at: string;
-            };
-          };
-        };
-      };
-      400: components['responses']['Error'];
-      401: components['responses']['Error'];
-      403: components['responses']['Error'];
-      404: components['responses']['Error'];
-      409: components['responses']['Error'];
-      429: components['responses']['Error'];
-    };
-  };
-  'delete:/api/channels/{channelId}/bookmarks/{messageId}': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path: {
-        channelId: string;
-        messageId: string;
-      };
-      cookie?: never;
-    };
-    requestBody?: never;
-    responses: {
-      /** @description Success */
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            channel_id: string;
-            message_id: string;
-            /** @constant */
-            deleted: true;
-          };
-        };
-      };
-      400: components['responses']['Error'];
-      401: components['responses']['Error'];
-      403: components['responses']['Error'];
-      404: components['responses']['Error'];
-      429: components['responses']['Error'];
-    };
-  };
-  'get:/api/channels/{channelId}/files': {
-    parameters: {
-      query?: {
-        q?: string;
-        type?: 'image' | 'document' | 'media' | 'archive';
-        sort?: 'created_at' | 'filename' | 'size';
-        order?: 'asc' | 'desc';
-        limit?: number;
-        offset?: number;
-      };
-      header?: never;
-      path: {
-        channelId: string;
-      };
-      cookie?: never;
-    };
-    requestBody?: never;
-    responses: {
-      /** @description Success */
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            items: {
-              id: string;
-              org_id: string;
-              channel_id: string | null;
-              topic_id: string | null;
-              dm_room_id: string | null;
-              filename: string;
-              /** @description Sniffed from the bytes */
-              content_type: string;
-              /** @enum {string} */
-              kind: 'image' | 'document' | 'media' | 'archive' | 'other';
-              size: number;
-              sha256: string;
-              /** @enum {string} */
-              uploader_type: 'user' | 'bot';
-              uploader_id: string;
-              created_at: string;
-              download_url: string;
-            }[];
-            limit: number;
-            offset: number;
-            has_more: boolean;
-          };
-        };
-      };
-      400: components['responses']['Error'];
-      401: components['responses']['Error'];
-      403: components['responses']['Error'];
-      404: components['responses']['Error'];
-      429: components['responses']['Error'];
-    };
-  };
-  'post:/api/channels/{channelId}/files': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path: {
-        channelId: string;
-      };
-      cookie?: never;
-    };
-    requestBody: {
-      content: {
-        'multipart/form-data': {
-          /** Format: binary */
-          file: string;
-        };
-      };
-    };
-    responses: {
-      /** @description Stored */
-      201: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            id: string;
-            org_id: string;
-            channel_id: string | null;
-            topic_id: string | null;
-            dm_room_id: string | null;
-            filename: string;
-            /** @description Sniffed from the bytes */
-            content_type: string;
-            /** @enum {string} */
-            kind: 'image' | 'document' | 'media' | 'archive' | 'other';
-            size: number;
-            sha256: string;
-            /** @enum {string} */
-            uploader_type: 'user' | 'bot';
-            uploader_id: string;
-            created_at: string;
-            download_url: string;
-          };
-        };
-      };
-      400: components['responses']['Error'];
-      401: components['responses']['Error'];
-      403: components['responses']['Error'];
-      404: components['responses']['Error'];
-      413: components['responses']['Error'];
-      415: components['responses']['Error'];
-      429: components['responses']['Error'];
-    };
-  };
-  'get:/api/files/{fileId}': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path: {
-        fileId: string;
-      };
-      cookie?: never;
-    };
-    requestBody?: never;
-    responses: {
-      /** @description The bytes, with the sniffed Content-Type */
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/octet-stream': string;
-        };
-      };
-      401: components['responses']['Error'];
-      403: components['responses']['Error'];
-      404: components['responses']['Error'];
-      429: components['responses']['Error'];
-    };
-  };
-  'get:/api/mentions/users': {
-    parameters: {
-      query: {
-        q: string;
-        channel_id?: string;
-        limit?: number;
-      };
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    requestBody?: never;
-    responses: {
-      /** @description Success */
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            items: {
-              /** @enum {string} */
-              type: 'special' | 'user' | 'department' | 'bot';
-              /** @description "all" or "here" for specials */
-              id: string;
-              name: string;
-              /** @description Text to insert, e.g. @all or @Ann Lee */
-              mention: string;
-              /** @description Whether the user or bot is a member of channel_id */
-              in_channel: boolean;
-              description?: string;
-              email?: string;
-              role?: string;
-              department?: string | null;
-              member_count?: number;
-              bot_type?: string;
-            }[];
-          };
-        };
-      };
-      400: components['responses']['Error'];
-      401: components['responses']['Error'];
-      403: components['responses']['Error'];
-      404: components['responses']['Error'];
-      429: components['responses']['Error'];
-    };
-  };
-  'get:/api/hashtags/search': {
-    parameters: {
-      query: {
-        q: string;
-        limit?: number;
-      };
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    requestBody?: never;
-    responses: {
-      /** @description Success */
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            items: {
-              /** @enum {string} */
-              type: 'channel' | 'task' | 'project' | 'tag';
-              id: string;
-              name: string;
-              /** @description Text to insert, e.g. #general */
-              hashtag: string;
-              is_private?: boolean;
-              status?: string;
-              topic_id?: string;
-              project_id?: string;
-            }[];
-          };
-        };
-      };
-      400: components['responses']['Error'];
-      401: components['responses']['Error'];
-      403: components['responses']['Error'];
-      404: components['responses']['Error'];
-      429: components['responses']['Error'];
-    };
-  };
-  'get:/api/hashtags/preview/{type}/{id}': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path: {
-        type: 'channel' | 'task' | 'project';
-        id: string;
-      };
-      cookie?: never;
-    };
-    requestBody?: never;
-    responses: {
-      /** @description Success */
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            /** @enum {string} */
-            type: 'channel' | 'task' | 'project';
-            id: string;
-            title: string;
-            description: string;
-            /** @description API path of the target */
-            url: string;
-            details: {
-              [key: string]: unknown;
-            };
-          };
-        };
-      };
-      400: components['responses']['Error'];
-      401: components['responses']['Error'];
-      403: components['responses']['Error'];
-      404: components['responses']['Error'];
-      429: components['responses']['Error'];
-    };
-  };
-  'get:/api/commands': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    requestBody?: never;
-    responses: {
-      /** @description Success */
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            items: {
-              command: string;
-              description: string;
-              usage_hint: string | null;
-              /** @enum {string} */
-              source: 'builtin' | 'bot';
-              bot_id: string | null;
-              bot_name: string | null;
-            }[];
-          };
-        };
-      };
-      400: components['responses']['Error'];
-      401: components['responses']['Error'];
-      403: components['responses']['Error'];
-      404: components['responses']['Error'];
-      429: components['responses']['Error'];
-    };
-  };
-  'post:/api/commands/execute': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    requestBody: {
-      content: {
-        'application/json': {
-          text: string;
-          /** Format: uuid */
-          channel_id?: string;
-          /** Format: uuid */
-          topic_id?: string;
-          /** Format: uuid */
-          dm_room_id?: string;
-          /**
-           * Format: uuid
-           * @description Chooses the bot when several bots register the same command
-           */
-          bot_id?: string;
-        };
-      };
-    };
-    responses: {
-      /** @description Success */
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            /** @enum {string} */
-            status: 'completed' | 'dispatched';
-            command: string;
-            args: string;
-            /** @enum {string} */
-            source: 'builtin' | 'bot';
-            /** @description Answer of a built-in command */
-            text?: string;
-            /** @description Id of the command.invoked event of a bot command */
-            invocation_id?: string;
-            /** @description A bot's command: whether the bot got it at once, and if not why */
-            delivery?: {
-              /**
-               * @description delivered: the bot answered 2xx; the others say why the bot did not get the command now
-               * @enum {string}
-               */
-              status: 'delivered' | 'no_webhook' | 'no_secret' | 'failed' | 'timeout';
-              http_status: number | null;
-              duration_ms: number | null;
-              message: string;
-            };
-            /** @description The bot's immediate answer: posted as its message, or (ephemeral) shown to you only */
-            reply?: {
-              /** @description Shown only to the invoking user (pushed to their live connections) */
-              ephemeral: boolean;
-              content: string;
-              content_html: string | null;
-              /** @description The posted message (null when ephemeral) */
-              message_id: string | null;
-              /** @description Live connections that got an ephemeral reply */
-              delivered_to: number | null;
-            } | null;
-            /** @description Why the bot's answer could not be used as a reply */
-            reply_error?: string | null;
-            bot_id: string | null;
-            bot_name: string | null;
-            channel_id: string | null;
-            topic_id: string | null;
-            dm_room_id: string | null;
-          };
-        };
-      };
-      /** @description A bot's command, recorded as a command.invoked event for delivery to the bot */
-      202: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            /** @enum {string} */
-            status: 'completed' | 'dispatched';
-            command: string;
-            args: string;
-            /** @enum {string} */
-            source: 'builtin' | 'bot';
-            /** @description Answer of a built-in command */
-            text?: string;
-            /** @description Id of the command.invoked event of a bot command */
-            invocation_id?: string;
-            /** @description A bot's command: whether the bot got it at once, and if not why */
-            delivery?: {
-              /**
-               * @description delivered: the bot answered 2xx; the others say why the bot did not get the command now
-               * @enum {string}
-               */
-              status: 'delivered' | 'no_webhook' | 'no_secret' | 'failed' | 'timeout';
-              http_status: number | null;
-              duration_ms: number | null;
-              message: string;
-            };
-            /** @description The bot's immediate answer: posted as its message, or (ephemeral) shown to you only */
-            reply?: {
-              /** @description Shown only to the invoking user (pushed to their live connections) */
-              ephemeral: boolean;
-              content: string;
-              content_html: string | null;
-              /** @description The posted message (null when ephemeral) */
-              message_id: string | null;
-              /** @description Live connections that got an ephemeral reply */
-              delivered_to: number | null;
-            } | null;
-            /** @description Why the bot's answer could not be used as a reply */
-            reply_error?: string | null;
-            bot_id: string | null;
-            bot_name: string | null;
-            channel_id: string | null;
-            topic_id: string | null;
-            dm_room_id: string | null;
-          };
-        };
-      };
-      400: components['responses']['Error'];
-      401: components['responses']['Error'];
-      403: components['responses']['Error'];
-      404: components['responses']['Error'];
-      409: components['responses']['Error'];
       429: components['responses']['Error'];
     };
   };
@@ -5198,61 +6985,16 @@ export interface operations {
       429: components['responses']['Error'];
     };
   };
-  'post:/api/commands/responses/{token}': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path: {
-        token: string;
-      };
-      cookie?: never;
-    };
-    requestBody: {
-      content: {
-        'application/json': {
-          content: string;
-          content_html?: string;
-          ephemeral?: boolean;
-        };
-      };
-    };
-    responses: {
-      /** @description Posted (or, ephemeral, pushed to the invoking user only) */
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            /** @description Shown only to the invoking user (pushed to their live connections) */
-            ephemeral: boolean;
-            content: string;
-            content_html: string | null;
-            /** @description The posted message (null when ephemeral) */
-            message_id: string | null;
-            /** @description Live connections that got an ephemeral reply */
-            delivered_to: number | null;
-            invocation_id: string;
-            /** @description How many more times this URL may be used (5 in all) */
-            responses_left: number;
-          };
-        };
-      };
-      400: components['responses']['Error'];
-      403: components['responses']['Error'];
-      404: components['responses']['Error'];
-      409: components['responses']['Error'];
-    };
-  };
-  'get:/api/topics/{topicId}/tasks': {
+  'get:/api/bots/{botId}/deliveries': {
     parameters: {
       query?: {
-        status?: 'todo' | 'in_progress' | 'review' | 'done' | 'all';
-        assignee_id?: string;
+        state?: 'pending' | 'delivered' | 'failed';
+        limit?: number;
+        cursor?: string;
       };
       header?: never;
       path: {
-        topicId: string;
+        botId: string;
       };
       cookie?: never;
     };
@@ -5266,23 +7008,102 @@ export interface operations {
         content: {
           'application/json': {
             items: {
-              task_id: string;
+              /** @description Also the webhook-id header of every attempt */
               id: string;
-              org_id: string;
-              topic_id: string;
-              title: string;
-              description: string;
-              priority: string;
-              status: string;
-              assignee_id: string | null;
-              due_date: string | null;
+              bot_id: string;
+              event_id: string;
+              event_type: string;
+              /** @description The event’s position in the outbox (catch-up cursor) */
+              event_position: number | null;
               /** @enum {string} */
-              created_by_type: 'user' | 'bot';
-              created_by_id: string;
+              state: 'pending' | 'delivered' | 'failed';
+              /** @description Attempts in the current round (a redelivery starts a new round) */
+              attempts: number;
+              /** @description When the next attempt is due, while pending */
+              next_attempt_at: string | null;
+              last_status: number | null;
+              last_error: string | null;
               /** @description ISO-8601 UTC timestamp */
               created_at: string;
               /** @description ISO-8601 UTC timestamp */
               updated_at: string;
+              /** @description Every attempt, oldest first */
+              attempt_log: {
+                attempt: number;
+                /** @description ISO-8601 UTC timestamp */
+                started_at: string;
+                duration_ms: number;
+                /** @description HTTP status of the answer; null when there was none */
+                status: number | null;
+                error: string | null;
+                /** @description The first 1 KB of the answer */
+                response_snippet: string | null;
+              }[];
+            }[];
+            next_cursor: string | null;
+          };
+        };
+      };
+      400: components['responses']['Error'];
+      401: components['responses']['Error'];
+      403: components['responses']['Error'];
+      404: components['responses']['Error'];
+      429: components['responses']['Error'];
+    };
+  };
+  'post:/api/bots/{botId}/deliveries/{deliveryId}/redeliver': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        botId: string;
+        deliveryId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: {
+      content: {
+        'application/json': Record<string, never>;
+      };
+    };
+    responses: {
+      /** @description Success */
+      202: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /** @description Also the webhook-id header of every attempt */
+            id: string;
+            bot_id: string;
+            event_id: string;
+            event_type: string;
+            /** @description The event’s position in the outbox (catch-up cursor) */
+            event_position: number | null;
+            /** @enum {string} */
+            state: 'pending' | 'delivered' | 'failed';
+            /** @description Attempts in the current round (a redelivery starts a new round) */
+            attempts: number;
+            /** @description When the next attempt is due, while pending */
+            next_attempt_at: string | null;
+            last_status: number | null;
+            last_error: string | null;
+            /** @description ISO-8601 UTC timestamp */
+            created_at: string;
+            /** @description ISO-8601 UTC timestamp */
+            updated_at: string;
+            /** @description Every attempt, oldest first */
+            attempt_log: {
+              attempt: number;
+              /** @description ISO-8601 UTC timestamp */
+              started_at: string;
+              duration_ms: number;
+              /** @description HTTP status of the answer; null when there was none */
+              status: number | null;
+              error: string | null;
+              /** @description The first 1 KB of the answer */
+              response_snippet: string | null;
             }[];
           };
         };
@@ -5294,154 +7115,208 @@ export interface operations {
       429: components['responses']['Error'];
     };
   };
-  'post:/api/topics/{topicId}/tasks': {
+  'post:/api/bots/{botId}/webhook/test': {
     parameters: {
       query?: never;
-      header?: {
-        /** @description A retry with the same key and body answers the first result (Idempotent-Replayed: true) and changes nothing again; another body answers 409. Kept 24 hours. */
-        'Idempotency-Key'?: string;
-      };
+      header?: never;
       path: {
-        topicId: string;
+        botId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: {
+      content: {
+        'application/json': Record<string, never>;
+      };
+    };
+    responses: {
+      /** @description Success */
+      202: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /** @description Also the webhook-id header of every attempt */
+            id: string;
+            bot_id: string;
+            event_id: string;
+            event_type: string;
+            /** @description The event’s position in the outbox (catch-up cursor) */
+            event_position: number | null;
+            /** @enum {string} */
+            state: 'pending' | 'delivered' | 'failed';
+            /** @description Attempts in the current round (a redelivery starts a new round) */
+            attempts: number;
+            /** @description When the next attempt is due, while pending */
+            next_attempt_at: string | null;
+            last_status: number | null;
+            last_error: string | null;
+            /** @description ISO-8601 UTC timestamp */
+            created_at: string;
+            /** @description ISO-8601 UTC timestamp */
+            updated_at: string;
+            /** @description Every attempt, oldest first */
+            attempt_log: {
+              attempt: number;
+              /** @description ISO-8601 UTC timestamp */
+              started_at: string;
+              duration_ms: number;
+              /** @description HTTP status of the answer; null when there was none */
+              status: number | null;
+              error: string | null;
+              /** @description The first 1 KB of the answer */
+              response_snippet: string | null;
+            }[];
+          };
+        };
+      };
+      400: components['responses']['Error'];
+      401: components['responses']['Error'];
+      403: components['responses']['Error'];
+      404: components['responses']['Error'];
+      429: components['responses']['Error'];
+    };
+  };
+  'get:/api/bots/{botId}/webhook': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        botId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Success */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            bot_id: string;
+            webhook_url: string | null;
+            paused: boolean;
+            paused_at: string | null;
+            paused_reason: string | null;
+            consecutive_failures: number;
+            /** @description Nothing is sent before this time: the receiver’s Retry-After, or the pace of max_per_minute */
+            held_until: string | null;
+            held_reason: string | null;
+            /** @description The most deliveries a minute the owner allows to this endpoint (null: no limit) */
+            max_per_minute: number | null;
+          };
+        };
+      };
+      400: components['responses']['Error'];
+      401: components['responses']['Error'];
+      403: components['responses']['Error'];
+      404: components['responses']['Error'];
+      429: components['responses']['Error'];
+    };
+  };
+  'post:/api/bots/{botId}/webhook/pause': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        botId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: {
+      content: {
+        'application/json': Record<string, never>;
+      };
+    };
+    responses: {
+      /** @description Success */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            bot_id: string;
+            webhook_url: string | null;
+            paused: boolean;
+            paused_at: string | null;
+            paused_reason: string | null;
+            consecutive_failures: number;
+            /** @description Nothing is sent before this time: the receiver’s Retry-After, or the pace of max_per_minute */
+            held_until: string | null;
+            held_reason: string | null;
+            /** @description The most deliveries a minute the owner allows to this endpoint (null: no limit) */
+            max_per_minute: number | null;
+          };
+        };
+      };
+      400: components['responses']['Error'];
+      401: components['responses']['Error'];
+      403: components['responses']['Error'];
+      404: components['responses']['Error'];
+      429: components['responses']['Error'];
+    };
+  };
+  'post:/api/bots/{botId}/webhook/resume': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        botId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: {
+      content: {
+        'application/json': Record<string, never>;
+      };
+    };
+    responses: {
+      /** @description Success */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            bot_id: string;
+            webhook_url: string | null;
+            paused: boolean;
+            paused_at: string | null;
+            paused_reason: string | null;
+            consecutive_failures: number;
+            /** @description Nothing is sent before this time: the receiver’s Retry-After, or the pace of max_per_minute */
+            held_until: string | null;
+            held_reason: string | null;
+            /** @description The most deliveries a minute the owner allows to this endpoint (null: no limit) */
+            max_per_minute: number | null;
+          };
+        };
+      };
+      400: components['responses']['Error'];
+      401: components['responses']['Error'];
+      403: components['responses']['Error'];
+      404: components['responses']['Error'];
+      429: components['responses']['Error'];
+    };
+  };
+  'put:/api/bots/{botId}/webhook/rate-limit': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        botId: string;
       };
       cookie?: never;
     };
     requestBody: {
       content: {
         'application/json': {
-          /** @description Task title */
-          title: string;
-          /** @description Details */
-          description?: string;
-          /**
-           * @description low, medium, high or urgent
-           * @default medium
-           * @enum {string}
-           */
-          priority?: 'low' | 'medium' | 'high' | 'urgent';
-          /**
-           * Format: uuid
-           * @description User to assign the task to
-           */
-          assignee_id?: string;
-          /**
-           * Format: date
-           * @description Due date, YYYY-MM-DD
-           */
-          due_date?: string;
-        };
-      };
-    };
-    responses: {
-      /** @description Success */
-      201: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            task_id: string;
-            id: string;
-            org_id: string;
-            topic_id: string;
-            title: string;
-            description: string;
-            priority: string;
-            status: string;
-            assignee_id: string | null;
-            due_date: string | null;
-            /** @enum {string} */
-            created_by_type: 'user' | 'bot';
-            created_by_id: string;
-            /** @description ISO-8601 UTC timestamp */
-            created_at: string;
-            /** @description ISO-8601 UTC timestamp */
-            updated_at: string;
-          };
-        };
-      };
-      400: components['responses']['Error'];
-      401: components['responses']['Error'];
-      403: components['responses']['Error'];
-      404: components['responses']['Error'];
-      409: components['responses']['Error'];
-      429: components['responses']['Error'];
-    };
-  };
-  'get:/api/tasks/{taskId}': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path: {
-        taskId: string;
-      };
-      cookie?: never;
-    };
-    requestBody?: never;
-    responses: {
-      /** @description Success */
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            task_id: string;
-            id: string;
-            org_id: string;
-            topic_id: string;
-            title: string;
-            description: string;
-            priority: string;
-            status: string;
-            assignee_id: string | null;
-            due_date: string | null;
-            /** @enum {string} */
-            created_by_type: 'user' | 'bot';
-            created_by_id: string;
-            /** @description ISO-8601 UTC timestamp */
-            created_at: string;
-            /** @description ISO-8601 UTC timestamp */
-            updated_at: string;
-          };
-        };
-      };
-      400: components['responses']['Error'];
-      401: components['responses']['Error'];
-      403: components['responses']['Error'];
-      404: components['responses']['Error'];
-      429: components['responses']['Error'];
-    };
-  };
-  'patch:/api/tasks/{taskId}': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path: {
-        taskId: string;
-      };
-      cookie?: never;
-    };
-    requestBody?: {
-      content: {
-        'application/json': {
-          /**
-           * @description todo, in_progress, review or done
-           * @enum {string}
-           */
-          status?: 'todo' | 'in_progress' | 'review' | 'done';
-          /** @description New title */
-          title?: string;
-          /** @description New details */
-          description?: string;
-          /**
-           * @description low, medium, high or urgent
-           * @enum {string}
-           */
-          priority?: 'low' | 'medium' | 'high' | 'urgent';
-          /** @description New assignee; null removes the assignee */
-          assignee_id?: string | null;
-          due_date?: string | null;
+          /** @description Deliveries a minute, 1 to 60000; null removes the limit */
+          max_per_minute: number | null;
         };
       };
     };
@@ -5453,23 +7328,17 @@ export interface operations {
         };
         content: {
           'application/json': {
-            task_id: string;
-            id: string;
-            org_id: string;
-            topic_id: string;
-            title: string;
-            description: string;
-            priority: string;
-            status: string;
-            assignee_id: string | null;
-            due_date: string | null;
-            /** @enum {string} */
-            created_by_type: 'user' | 'bot';
-            created_by_id: string;
-            /** @description ISO-8601 UTC timestamp */
-            created_at: string;
-            /** @description ISO-8601 UTC timestamp */
-            updated_at: string;
+            bot_id: string;
+            webhook_url: string | null;
+            paused: boolean;
+            paused_at: string | null;
+            paused_reason: string | null;
+            consecutive_failures: number;
+            /** @description Nothing is sent before this time: the receiver’s Retry-After, or the pace of max_per_minute */
+            held_until: string | null;
+            held_reason: string | null;
+            /** @description The most deliveries a minute the owner allows to this endpoint (null: no limit) */
+            max_per_minute: number | null;
           };
         };
       };
@@ -5480,131 +7349,16 @@ export interface operations {
       429: components['responses']['Error'];
     };
   };
-  'get:/api/search': {
-    parameters: {
-      query: {
-        query: string;
-        type?: 'messages' | 'users' | 'tasks' | 'channels' | 'all';
-        limit?: number;
-        sort?: 'relevance' | 'newest';
-      };
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    requestBody?: never;
-    responses: {
-      /** @description Success */
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            query: string;
-            messages?: {
-              id: string;
-              org_id: string;
-              channel_id: string | null;
-              topic_id: string | null;
-              dm_room_id: string | null;
-              /** @enum {string} */
-              sender_type: 'user' | 'bot';
-              sender_id: string;
-              bot_id: string | null;
-              content: string;
-              content_html: string | null;
-              /** @description Interactive actions (buttons, selects) of a bot message; null for none */
-              actions:
-                | (
-                    | {
-                        /** @constant */
-                        type: 'button';
-                        id: string;
-                        label: string;
-                        /** @description Sent as the value of action.invoked when clicked */
-                        value: string;
-                        /** @enum {string} */
-                        style: 'default' | 'primary' | 'danger';
-                      }
-                    | {
-                        /** @constant */
-                        type: 'select';
-                        id: string;
-                        placeholder: string | null;
-                        options: {
-                          label: string;
-                          value: string;
-                        }[];
-                      }
-                  )[]
-                | null;
-              /** @description ISO-8601 UTC timestamp */
-              created_at: string;
-              edited_at: string | null;
-              deleted_at: string | null;
-              /** @description Up to ~200 characters around the match, HTML-escaped, matched words in <mark>…</mark> */
-              snippet: string;
-            }[];
-            users?: {
-              id: string;
-              org_id: string;
-              email: string;
-              display_name: string;
-              role: string;
-              status: string;
-              department: string | null;
-              /** @description ISO-8601 UTC timestamp */
-              created_at: string;
-            }[];
-            tasks?: {
-              task_id: string;
-              id: string;
-              org_id: string;
-              topic_id: string;
-              title: string;
-              description: string;
-              priority: string;
-              status: string;
-              assignee_id: string | null;
-              due_date: string | null;
-              /** @enum {string} */
-              created_by_type: 'user' | 'bot';
-              created_by_id: string;
-              /** @description ISO-8601 UTC timestamp */
-              created_at: string;
-              /** @description ISO-8601 UTC timestamp */
-              updated_at: string;
-            }[];
-            channels?: {
-              id: string;
-              org_id: string;
-              name: string;
-              description: string;
-              is_private: boolean;
-              /** @description ISO-8601 UTC timestamp */
-              created_at: string;
-              /** @description ISO-8601 UTC timestamp */
-              updated_at: string;
-            }[];
-          };
-        };
-      };
-      400: components['responses']['Error'];
-      401: components['responses']['Error'];
-      403: components['responses']['Error'];
-      404: components['responses']['Error'];
-      429: components['responses']['Error'];
-    };
-  };
-  'get:/api/containers': {
+  'get:/api/bots/{botId}/events': {
     parameters: {
       query?: {
-        type?: 'channels' | 'projects' | 'topics' | 'all';
-        project_id?: string;
+        after?: number;
+        limit?: number;
       };
       header?: never;
-      path?: never;
+      path: {
+        botId: string;
+      };
       cookie?: never;
     };
     requestBody?: never;
@@ -5616,33 +7370,20 @@ export interface operations {
         };
         content: {
           'application/json': {
-            channels?: {
-              id: string;
-              org_id: string;
-              name: string;
-              description: string;
-              is_private: boolean;
+            items: {
+              /** @description Pass the last one as `after` to read on */
+              position: number;
+              event_id: string;
+              event_type: string;
               /** @description ISO-8601 UTC timestamp */
-              created_at: string;
-              /** @description ISO-8601 UTC timestamp */
-              updated_at: string;
+              timestamp: string;
+              data: unknown;
+              /** @description The webhook-id it was (or is being) sent with */
+              delivery_id: string;
+              /** @enum {string} */
+              delivery_state: 'pending' | 'delivered' | 'failed';
             }[];
-            projects?: {
-              id: string;
-              org_id: string;
-              name: string;
-              description: string;
-              /** @description ISO-8601 UTC timestamp */
-              created_at: string;
-            }[];
-            topics?: {
-              id: string;
-              org_id: string;
-              project_id: string;
-              name: string;
-              /** @description ISO-8601 UTC timestamp */
-              created_at: string;
-            }[];
+            next_after: number;
           };
         };
       };
@@ -5873,13 +7614,9 @@ export interface operations {
       429: components['responses']['Error'];
     };
   };
-  'get:/api/bots/{botId}/deliveries': {
+  'get:/api/bots/{botId}/webhook-signing-key': {
     parameters: {
-      query?: {
-        state?: 'pending' | 'delivered' | 'failed';
-        limit?: number;
-        cursor?: string;
-      };
+      query?: never;
       header?: never;
       path: {
         botId: string;
@@ -5895,40 +7632,119 @@ export interface operations {
         };
         content: {
           'application/json': {
+            bot_id: string;
+            /** @description whpk_<base64 of the 32-byte ed25519 public key>: give it to the receiver */
+            public_key: string;
+            created_at: string;
+          };
+        };
+      };
+      400: components['responses']['Error'];
+      401: components['responses']['Error'];
+      403: components['responses']['Error'];
+      404: components['responses']['Error'];
+      429: components['responses']['Error'];
+    };
+  };
+  'post:/api/bots/{botId}/webhook-signing-key': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        botId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: {
+      content: {
+        'application/json': Record<string, never>;
+      };
+    };
+    responses: {
+      /** @description Success */
+      201: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            bot_id: string;
+            /** @description whpk_<base64 of the 32-byte ed25519 public key>: give it to the receiver */
+            public_key: string;
+            created_at: string;
+          };
+        };
+      };
+      400: components['responses']['Error'];
+      401: components['responses']['Error'];
+      403: components['responses']['Error'];
+      404: components['responses']['Error'];
+      429: components['responses']['Error'];
+    };
+  };
+  'delete:/api/bots/{botId}/webhook-signing-key': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        botId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Success */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            bot_id: string;
+            /** @constant */
+            deleted: true;
+          };
+        };
+      };
+      400: components['responses']['Error'];
+      401: components['responses']['Error'];
+      403: components['responses']['Error'];
+      404: components['responses']['Error'];
+      429: components['responses']['Error'];
+    };
+  };
+  'get:/api/incoming-webhooks': {
+    parameters: {
+      query?: {
+        include_revoked?: boolean | ('true' | 'false');
+        limit?: number;
+      };
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Success */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
             items: {
-              /** @description Also the webhook-id header of every attempt */
               id: string;
+              name: string;
+              channel_id: string | null;
+              topic_id: string | null;
+              /** @description The bot its messages are posted as */
               bot_id: string;
-              event_id: string;
-              event_type: string;
-              /** @description The event’s position in the outbox (catch-up cursor) */
-              event_position: number | null;
-              /** @enum {string} */
-              state: 'pending' | 'delivered' | 'failed';
-              /** @description Attempts in the current round (a redelivery starts a new round) */
-              attempts: number;
-              /** @description When the next attempt is due, while pending */
-              next_attempt_at: string | null;
-              last_status: number | null;
-              last_error: string | null;
-              /** @description ISO-8601 UTC timestamp */
+              template: string | null;
+              allow_overrides: boolean;
+              created_by: string;
               created_at: string;
-              /** @description ISO-8601 UTC timestamp */
-              updated_at: string;
-              /** @description Every attempt, oldest first */
-              attempt_log: {
-                attempt: number;
-                /** @description ISO-8601 UTC timestamp */
-                started_at: string;
-                duration_ms: number;
-                /** @description HTTP status of the answer; null when there was none */
-                status: number | null;
-                error: string | null;
-                /** @description The first 1 KB of the answer */
-                response_snippet: string | null;
-              }[];
+              revoked_at: string | null;
             }[];
-            next_cursor: string | null;
           };
         };
       };
@@ -5939,60 +7755,52 @@ export interface operations {
       429: components['responses']['Error'];
     };
   };
-  'post:/api/bots/{botId}/deliveries/{deliveryId}/redeliver': {
+  'post:/api/incoming-webhooks': {
     parameters: {
       query?: never;
       header?: never;
-      path: {
-        botId: string;
-        deliveryId: string;
-      };
+      path?: never;
       cookie?: never;
     };
-    requestBody?: {
+    requestBody: {
       content: {
-        'application/json': Record<string, never>;
+        'application/json': {
+          name: string;
+          /** Format: uuid */
+          channel_id?: string;
+          /** Format: uuid */
+          topic_id?: string;
+          /** @description Template mode: turns any JSON body into the message ({{path}}, {{#each path}}…{{/each}}, {{#if path}}…{{else}}…{{/if}}; docs/WEBHOOKS.md) */
+          template?: string;
+          /**
+           * @description Show a payload’s username and icon_emoji with its messages (Slack’s overrides)
+           * @default false
+           */
+          allow_overrides?: boolean;
+        };
       };
     };
     responses: {
       /** @description Success */
-      202: {
+      201: {
         headers: {
           [name: string]: unknown;
         };
         content: {
           'application/json': {
-            /** @description Also the webhook-id header of every attempt */
             id: string;
+            name: string;
+            channel_id: string | null;
+            topic_id: string | null;
+            /** @description The bot its messages are posted as */
             bot_id: string;
-            event_id: string;
-            event_type: string;
-            /** @description The event’s position in the outbox (catch-up cursor) */
-            event_position: number | null;
-            /** @enum {string} */
-            state: 'pending' | 'delivered' | 'failed';
-            /** @description Attempts in the current round (a redelivery starts a new round) */
-            attempts: number;
-            /** @description When the next attempt is due, while pending */
-            next_attempt_at: string | null;
-            last_status: number | null;
-            last_error: string | null;
-            /** @description ISO-8601 UTC timestamp */
+            template: string | null;
+            allow_overrides: boolean;
+            created_by: string;
             created_at: string;
-            /** @description ISO-8601 UTC timestamp */
-            updated_at: string;
-            /** @description Every attempt, oldest first */
-            attempt_log: {
-              attempt: number;
-              /** @description ISO-8601 UTC timestamp */
-              started_at: string;
-              duration_ms: number;
-              /** @description HTTP status of the answer; null when there was none */
-              status: number | null;
-              error: string | null;
-              /** @description The first 1 KB of the answer */
-              response_snippet: string | null;
-            }[];
+            revoked_at: string | null;
+            /** @description POST Slack’s incoming-webhook JSON here; shown only now */
+            url: string;
           };
         };
       };
@@ -6003,75 +7811,12 @@ export interface operations {
       429: components['responses']['Error'];
     };
   };
-  'post:/api/bots/{botId}/webhook/test': {
+  'delete:/api/incoming-webhooks/{id}': {
     parameters: {
       query?: never;
       header?: never;
       path: {
-        botId: string;
-      };
-      cookie?: never;
-    };
-    requestBody?: {
-      content: {
-        'application/json': Record<string, never>;
-      };
-    };
-    responses: {
-      /** @description Success */
-      202: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            /** @description Also the webhook-id header of every attempt */
-            id: string;
-            bot_id: string;
-            event_id: string;
-            event_type: string;
-            /** @description The event’s position in the outbox (catch-up cursor) */
-            event_position: number | null;
-            /** @enum {string} */
-            state: 'pending' | 'delivered' | 'failed';
-            /** @description Attempts in the current round (a redelivery starts a new round) */
-            attempts: number;
-            /** @description When the next attempt is due, while pending */
-            next_attempt_at: string | null;
-            last_status: number | null;
-            last_error: string | null;
-            /** @description ISO-8601 UTC timestamp */
-            created_at: string;
-            /** @description ISO-8601 UTC timestamp */
-            updated_at: string;
-            /** @description Every attempt, oldest first */
-            attempt_log: {
-              attempt: number;
-              /** @description ISO-8601 UTC timestamp */
-              started_at: string;
-              duration_ms: number;
-              /** @description HTTP status of the answer; null when there was none */
-              status: number | null;
-              error: string | null;
-              /** @description The first 1 KB of the answer */
-              response_snippet: string | null;
-            }[];
-          };
-        };
-      };
-      400: components['responses']['Error'];
-      401: components['responses']['Error'];
-      403: components['responses']['Error'];
-      404: components['responses']['Error'];
-      429: components['responses']['Error'];
-    };
-  };
-  'get:/api/bots/{botId}/webhook': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path: {
-        botId: string;
+        id: string;
       };
       cookie?: never;
     };
@@ -6084,12 +7829,17 @@ export interface operations {
         };
         content: {
           'application/json': {
+            id: string;
+            name: string;
+            channel_id: string | null;
+            topic_id: string | null;
+            /** @description The bot its messages are posted as */
             bot_id: string;
-            webhook_url: string | null;
-            paused: boolean;
-            paused_at: string | null;
-            paused_reason: string | null;
-            consecutive_failures: number;
+            template: string | null;
+            allow_overrides: boolean;
+            created_by: string;
+            created_at: string;
+            revoked_at: string | null;
           };
         };
       };
@@ -6100,124 +7850,64 @@ export interface operations {
       429: components['responses']['Error'];
     };
   };
-  'post:/api/bots/{botId}/webhook/pause': {
+  'post:/api/incoming-webhooks/{id}/{secret}': {
     parameters: {
       query?: never;
       header?: never;
       path: {
-        botId: string;
+        id: string;
+        secret: string;
       };
       cookie?: never;
     };
-    requestBody?: {
+    requestBody: {
       content: {
-        'application/json': Record<string, never>;
+        'application/json': {
+          [key: string]: unknown;
+        };
+        'application/x-www-form-urlencoded': {
+          payload?: string;
+        };
       };
     };
     responses: {
-      /** @description Success */
+      /** @description Posted: the body is ok */
       200: {
         headers: {
           [name: string]: unknown;
         };
         content: {
-          'application/json': {
-            bot_id: string;
-            webhook_url: string | null;
-            paused: boolean;
-            paused_at: string | null;
-            paused_reason: string | null;
-            consecutive_failures: number;
-          };
+          'text/plain': string;
         };
       };
-      400: components['responses']['Error'];
-      401: components['responses']['Error'];
-      403: components['responses']['Error'];
-      404: components['responses']['Error'];
-      429: components['responses']['Error'];
-    };
-  };
-  'post:/api/bots/{botId}/webhook/resume': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path: {
-        botId: string;
-      };
-      cookie?: never;
-    };
-    requestBody?: {
-      content: {
-        'application/json': Record<string, never>;
-      };
-    };
-    responses: {
-      /** @description Success */
-      200: {
+      /** @description invalid_payload (not JSON, a field of the wrong type) or no_text (nothing to show) */
+      400: {
         headers: {
           [name: string]: unknown;
         };
         content: {
-          'application/json': {
-            bot_id: string;
-            webhook_url: string | null;
-            paused: boolean;
-            paused_at: string | null;
-            paused_reason: string | null;
-            consecutive_failures: number;
-          };
+          'text/plain': string;
         };
       };
-      400: components['responses']['Error'];
-      401: components['responses']['Error'];
-      403: components['responses']['Error'];
-      404: components['responses']['Error'];
-      429: components['responses']['Error'];
-    };
-  };
-  'get:/api/bots/{botId}/events': {
-    parameters: {
-      query?: {
-        after?: number;
-        limit?: number;
-      };
-      header?: never;
-      path: {
-        botId: string;
-      };
-      cookie?: never;
-    };
-    requestBody?: never;
-    responses: {
-      /** @description Success */
-      200: {
+      /** @description action_prohibited */
+      403: {
         headers: {
           [name: string]: unknown;
         };
         content: {
-          'application/json': {
-            items: {
-              /** @description Pass the last one as `after` to read on */
-              position: number;
-              event_id: string;
-              event_type: string;
-              /** @description ISO-8601 UTC timestamp */
-              timestamp: string;
-              data: unknown;
-              /** @description The webhook-id it was (or is being) sent with */
-              delivery_id: string;
-              /** @enum {string} */
-              delivery_state: 'pending' | 'delivered' | 'failed';
-            }[];
-            next_after: number;
-          };
+          'text/plain': string;
         };
       };
-      400: components['responses']['Error'];
-      401: components['responses']['Error'];
-      403: components['responses']['Error'];
-      404: components['responses']['Error'];
+      /** @description no_service (unknown or revoked URL) or channel_not_found */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'text/plain': string;
+        };
+      };
+      413: components['responses']['Error'];
       429: components['responses']['Error'];
     };
   };
@@ -6288,339 +7978,6 @@ export interface operations {
         content: {
           'application/json': {
             marked: number;
-          };
-        };
-      };
-      400: components['responses']['Error'];
-      401: components['responses']['Error'];
-      403: components['responses']['Error'];
-      404: components['responses']['Error'];
-      429: components['responses']['Error'];
-    };
-  };
-  'get:/api/departments': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    requestBody?: never;
-    responses: {
-      /** @description Success */
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            items: {
-              id: string;
-              org_id: string;
-              name: string;
-              /** @description Active users in the department */
-              member_count: number;
-              created_at: string;
-            }[];
-          };
-        };
-      };
-      400: components['responses']['Error'];
-      401: components['responses']['Error'];
-      403: components['responses']['Error'];
-      404: components['responses']['Error'];
-      429: components['responses']['Error'];
-    };
-  };
-  'post:/api/departments': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    requestBody: {
-      content: {
-        'application/json': {
-          name: string;
-        };
-      };
-    };
-    responses: {
-      /** @description Success */
-      201: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            id: string;
-            org_id: string;
-            name: string;
-            /** @description Active users in the department */
-            member_count: number;
-            created_at: string;
-          };
-        };
-      };
-      400: components['responses']['Error'];
-      401: components['responses']['Error'];
-      403: components['responses']['Error'];
-      404: components['responses']['Error'];
-      409: components['responses']['Error'];
-      429: components['responses']['Error'];
-    };
-  };
-  'delete:/api/departments/{departmentId}': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path: {
-        departmentId: string;
-      };
-      cookie?: never;
-    };
-    requestBody?: never;
-    responses: {
-      /** @description Success */
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            id: string;
-            /** @constant */
-            deleted: true;
-            users_unassigned: number;
-          };
-        };
-      };
-      400: components['responses']['Error'];
-      401: components['responses']['Error'];
-      403: components['responses']['Error'];
-      404: components['responses']['Error'];
-      429: components['responses']['Error'];
-    };
-  };
-  'patch:/api/departments/{departmentId}': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path: {
-        departmentId: string;
-      };
-      cookie?: never;
-    };
-    requestBody: {
-      content: {
-        'application/json': {
-          name: string;
-        };
-      };
-    };
-    responses: {
-      /** @description Success */
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            id: string;
-            org_id: string;
-            name: string;
-            /** @description Active users in the department */
-            member_count: number;
-            created_at: string;
-          };
-        };
-      };
-      400: components['responses']['Error'];
-      401: components['responses']['Error'];
-      403: components['responses']['Error'];
-      404: components['responses']['Error'];
-      409: components['responses']['Error'];
-      429: components['responses']['Error'];
-    };
-  };
-  'post:/api/channels/{channelId}/read': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path: {
-        channelId: string;
-      };
-      cookie?: never;
-    };
-    requestBody: {
-      content: {
-        'application/json': {
-          /** Format: uuid */
-          topic_id?: string;
-          /** Format: uuid */
-          dm_room_id?: string;
-          /** Format: uuid */
-          message_id: string;
-        };
-      };
-    };
-    responses: {
-      /** @description Success */
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            /** @enum {string} */
-            container_type: 'channel' | 'topic' | 'dm_room';
-            container_id: string;
-            /** @description created_at of the last message read */
-            last_read_at: string;
-            last_read_message_id: string | null;
-            updated_at: string;
-            /** @description false when the marker was already at or after this message */
-            moved: boolean;
-            /** @description Unread messages after the marker, at most 100 */
-            unread: number;
-          };
-        };
-      };
-      400: components['responses']['Error'];
-      401: components['responses']['Error'];
-      403: components['responses']['Error'];
-      404: components['responses']['Error'];
-      429: components['responses']['Error'];
-    };
-  };
-  'post:/api/topics/{topicId}/read': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path: {
-        topicId: string;
-      };
-      cookie?: never;
-    };
-    requestBody: {
-      content: {
-        'application/json': {
-          /** Format: uuid */
-          channel_id?: string;
-          /** Format: uuid */
-          dm_room_id?: string;
-          /** Format: uuid */
-          message_id: string;
-        };
-      };
-    };
-    responses: {
-      /** @description Success */
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            /** @enum {string} */
-            container_type: 'channel' | 'topic' | 'dm_room';
-            container_id: string;
-            /** @description created_at of the last message read */
-            last_read_at: string;
-            last_read_message_id: string | null;
-            updated_at: string;
-            /** @description false when the marker was already at or after this message */
-            moved: boolean;
-            /** @description Unread messages after the marker, at most 100 */
-            unread: number;
-          };
-        };
-      };
-      400: components['responses']['Error'];
-      401: components['responses']['Error'];
-      403: components['responses']['Error'];
-      404: components['responses']['Error'];
-      429: components['responses']['Error'];
-    };
-  };
-  'post:/api/dm-rooms/{dmRoomId}/read': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path: {
-        dmRoomId: string;
-      };
-      cookie?: never;
-    };
-    requestBody: {
-      content: {
-        'application/json': {
-          /** Format: uuid */
-          channel_id?: string;
-          /** Format: uuid */
-          topic_id?: string;
-          /** Format: uuid */
-          message_id: string;
-        };
-      };
-    };
-    responses: {
-      /** @description Success */
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            /** @enum {string} */
-            container_type: 'channel' | 'topic' | 'dm_room';
-            container_id: string;
-            /** @description created_at of the last message read */
-            last_read_at: string;
-            last_read_message_id: string | null;
-            updated_at: string;
-            /** @description false when the marker was already at or after this message */
-            moved: boolean;
-            /** @description Unread messages after the marker, at most 100 */
-            unread: number;
-          };
-        };
-      };
-      400: components['responses']['Error'];
-      401: components['responses']['Error'];
-      403: components['responses']['Error'];
-      404: components['responses']['Error'];
-      429: components['responses']['Error'];
-    };
-  };
-  'get:/api/unread': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    requestBody?: never;
-    responses: {
-      /** @description Success */
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            items: {
-              /** @enum {string} */
-              container_type: 'channel' | 'topic' | 'dm_room';
-              container_id: string;
-              /** @description Messages after the marker, at most 100 (show "99+" from 100) */
-              unread: number;
-              /** @description null: never marked read (counted from joining) */
-              last_read_at: string | null;
-              last_read_message_id: string | null;
-            }[];
-            cap: number;
           };
         };
       };
@@ -7251,8 +8608,592 @@ export interface operations {
               created_at: string;
               /** @description ISO-8601 UTC timestamp */
               updated_at: string;
+              /** @description Set once the channel is archived */
+              archived_at?: string | null;
+              created_by?: string | null;
             };
             changes: string[];
+          };
+          /** @description Unique id of the event (the same on every retry) */
+          event_id: string;
+          /** @description sha256= and the hex HMAC-SHA256 of the body without this member */
+          signature: string;
+        };
+      };
+    };
+    responses: {
+      /** @description Received (any 2xx) */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+    };
+  };
+  'webhook:channel.created': {
+    parameters: {
+      query?: never;
+      header: {
+        'webhook-id': string;
+        'webhook-timestamp': string;
+        'webhook-signature': string;
+        'x-workroom-signature': string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @constant */
+          event_type: 'channel.created';
+          /** @description When the event happened, ISO 8601 */
+          timestamp: string;
+          /** @description The receiving bot */
+          bot_id: string;
+          data: {
+            /** @description UUID */
+            channel_id: string;
+            channel: {
+              /** @description UUID */
+              id: string;
+              /** @description UUID */
+              org_id: string;
+              name: string;
+              description: string;
+              is_private: boolean;
+              /** @description ISO-8601 UTC timestamp */
+              created_at: string;
+              /** @description ISO-8601 UTC timestamp */
+              updated_at: string;
+              /** @description Set once the channel is archived */
+              archived_at?: string | null;
+              created_by?: string | null;
+            };
+            /** @description UUID */
+            actor_id: string;
+          };
+          /** @description Unique id of the event (the same on every retry) */
+          event_id: string;
+          /** @description sha256= and the hex HMAC-SHA256 of the body without this member */
+          signature: string;
+        };
+      };
+    };
+    responses: {
+      /** @description Received (any 2xx) */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+    };
+  };
+  'webhook:channel.archived': {
+    parameters: {
+      query?: never;
+      header: {
+        'webhook-id': string;
+        'webhook-timestamp': string;
+        'webhook-signature': string;
+        'x-workroom-signature': string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @constant */
+          event_type: 'channel.archived';
+          /** @description When the event happened, ISO 8601 */
+          timestamp: string;
+          /** @description The receiving bot */
+          bot_id: string;
+          data: {
+            /** @description UUID */
+            channel_id: string;
+            channel: {
+              /** @description UUID */
+              id: string;
+              /** @description UUID */
+              org_id: string;
+              name: string;
+              description: string;
+              is_private: boolean;
+              /** @description ISO-8601 UTC timestamp */
+              created_at: string;
+              /** @description ISO-8601 UTC timestamp */
+              updated_at: string;
+              /** @description Set once the channel is archived */
+              archived_at?: string | null;
+              created_by?: string | null;
+            };
+            /** @description UUID */
+            actor_id: string;
+          };
+          /** @description Unique id of the event (the same on every retry) */
+          event_id: string;
+          /** @description sha256= and the hex HMAC-SHA256 of the body without this member */
+          signature: string;
+        };
+      };
+    };
+    responses: {
+      /** @description Received (any 2xx) */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+    };
+  };
+  'webhook:project.created': {
+    parameters: {
+      query?: never;
+      header: {
+        'webhook-id': string;
+        'webhook-timestamp': string;
+        'webhook-signature': string;
+        'x-workroom-signature': string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @constant */
+          event_type: 'project.created';
+          /** @description When the event happened, ISO 8601 */
+          timestamp: string;
+          /** @description The receiving bot */
+          bot_id: string;
+          data: {
+            /** @description UUID */
+            project_id: string;
+            project: {
+              /** @description UUID */
+              id: string;
+              /** @description UUID */
+              org_id: string;
+              name: string;
+              description: string;
+              /** @description ISO-8601 UTC timestamp */
+              created_at: string;
+              archived_at?: string | null;
+              created_by?: string | null;
+            };
+            /** @description UUID */
+            actor_id: string;
+            /** @description project.updated: the fields that changed */
+            changes?: string[];
+          };
+          /** @description Unique id of the event (the same on every retry) */
+          event_id: string;
+          /** @description sha256= and the hex HMAC-SHA256 of the body without this member */
+          signature: string;
+        };
+      };
+    };
+    responses: {
+      /** @description Received (any 2xx) */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+    };
+  };
+  'webhook:project.updated': {
+    parameters: {
+      query?: never;
+      header: {
+        'webhook-id': string;
+        'webhook-timestamp': string;
+        'webhook-signature': string;
+        'x-workroom-signature': string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @constant */
+          event_type: 'project.updated';
+          /** @description When the event happened, ISO 8601 */
+          timestamp: string;
+          /** @description The receiving bot */
+          bot_id: string;
+          data: {
+            /** @description UUID */
+            project_id: string;
+            project: {
+              /** @description UUID */
+              id: string;
+              /** @description UUID */
+              org_id: string;
+              name: string;
+              description: string;
+              /** @description ISO-8601 UTC timestamp */
+              created_at: string;
+              archived_at?: string | null;
+              created_by?: string | null;
+            };
+            /** @description UUID */
+            actor_id: string;
+            /** @description project.updated: the fields that changed */
+            changes?: string[];
+          };
+          /** @description Unique id of the event (the same on every retry) */
+          event_id: string;
+          /** @description sha256= and the hex HMAC-SHA256 of the body without this member */
+          signature: string;
+        };
+      };
+    };
+    responses: {
+      /** @description Received (any 2xx) */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+    };
+  };
+  'webhook:project.archived': {
+    parameters: {
+      query?: never;
+      header: {
+        'webhook-id': string;
+        'webhook-timestamp': string;
+        'webhook-signature': string;
+        'x-workroom-signature': string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @constant */
+          event_type: 'project.archived';
+          /** @description When the event happened, ISO 8601 */
+          timestamp: string;
+          /** @description The receiving bot */
+          bot_id: string;
+          data: {
+            /** @description UUID */
+            project_id: string;
+            project: {
+              /** @description UUID */
+              id: string;
+              /** @description UUID */
+              org_id: string;
+              name: string;
+              description: string;
+              /** @description ISO-8601 UTC timestamp */
+              created_at: string;
+              archived_at?: string | null;
+              created_by?: string | null;
+            };
+            /** @description UUID */
+            actor_id: string;
+            /** @description project.updated: the fields that changed */
+            changes?: string[];
+          };
+          /** @description Unique id of the event (the same on every retry) */
+          event_id: string;
+          /** @description sha256= and the hex HMAC-SHA256 of the body without this member */
+          signature: string;
+        };
+      };
+    };
+    responses: {
+      /** @description Received (any 2xx) */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+    };
+  };
+  'webhook:topic.created': {
+    parameters: {
+      query?: never;
+      header: {
+        'webhook-id': string;
+        'webhook-timestamp': string;
+        'webhook-signature': string;
+        'x-workroom-signature': string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @constant */
+          event_type: 'topic.created';
+          /** @description When the event happened, ISO 8601 */
+          timestamp: string;
+          /** @description The receiving bot */
+          bot_id: string;
+          data: {
+            /** @description UUID */
+            topic_id: string;
+            /** @description UUID */
+            project_id: string;
+            topic: {
+              /** @description UUID */
+              id: string;
+              /** @description UUID */
+              org_id: string;
+              /** @description UUID */
+              project_id: string;
+              name: string;
+              /** @description ISO-8601 UTC timestamp */
+              created_at: string;
+              archived_at?: string | null;
+              created_by?: string | null;
+            };
+            /** @description UUID */
+            actor_id: string;
+            /** @description topic.updated: the fields that changed */
+            changes?: string[];
+          };
+          /** @description Unique id of the event (the same on every retry) */
+          event_id: string;
+          /** @description sha256= and the hex HMAC-SHA256 of the body without this member */
+          signature: string;
+        };
+      };
+    };
+    responses: {
+      /** @description Received (any 2xx) */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+    };
+  };
+  'webhook:topic.updated': {
+    parameters: {
+      query?: never;
+      header: {
+        'webhook-id': string;
+        'webhook-timestamp': string;
+        'webhook-signature': string;
+        'x-workroom-signature': string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @constant */
+          event_type: 'topic.updated';
+          /** @description When the event happened, ISO 8601 */
+          timestamp: string;
+          /** @description The receiving bot */
+          bot_id: string;
+          data: {
+            /** @description UUID */
+            topic_id: string;
+            /** @description UUID */
+            project_id: string;
+            topic: {
+              /** @description UUID */
+              id: string;
+              /** @description UUID */
+              org_id: string;
+              /** @description UUID */
+              project_id: string;
+              name: string;
+              /** @description ISO-8601 UTC timestamp */
+              created_at: string;
+              archived_at?: string | null;
+              created_by?: string | null;
+            };
+            /** @description UUID */
+            actor_id: string;
+            /** @description topic.updated: the fields that changed */
+            changes?: string[];
+          };
+          /** @description Unique id of the event (the same on every retry) */
+          event_id: string;
+          /** @description sha256= and the hex HMAC-SHA256 of the body without this member */
+          signature: string;
+        };
+      };
+    };
+    responses: {
+      /** @description Received (any 2xx) */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+    };
+  };
+  'webhook:topic.archived': {
+    parameters: {
+      query?: never;
+      header: {
+        'webhook-id': string;
+        'webhook-timestamp': string;
+        'webhook-signature': string;
+        'x-workroom-signature': string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @constant */
+          event_type: 'topic.archived';
+          /** @description When the event happened, ISO 8601 */
+          timestamp: string;
+          /** @description The receiving bot */
+          bot_id: string;
+          data: {
+            /** @description UUID */
+            topic_id: string;
+            /** @description UUID */
+            project_id: string;
+            topic: {
+              /** @description UUID */
+              id: string;
+              /** @description UUID */
+              org_id: string;
+              /** @description UUID */
+              project_id: string;
+              name: string;
+              /** @description ISO-8601 UTC timestamp */
+              created_at: string;
+              archived_at?: string | null;
+              created_by?: string | null;
+            };
+            /** @description UUID */
+            actor_id: string;
+            /** @description topic.updated: the fields that changed */
+            changes?: string[];
+          };
+          /** @description Unique id of the event (the same on every retry) */
+          event_id: string;
+          /** @description sha256= and the hex HMAC-SHA256 of the body without this member */
+          signature: string;
+        };
+      };
+    };
+    responses: {
+      /** @description Received (any 2xx) */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+    };
+  };
+  'webhook:reaction.added': {
+    parameters: {
+      query?: never;
+      header: {
+        'webhook-id': string;
+        'webhook-timestamp': string;
+        'webhook-signature': string;
+        'x-workroom-signature': string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @constant */
+          event_type: 'reaction.added';
+          /** @description When the event happened, ISO 8601 */
+          timestamp: string;
+          /** @description The receiving bot */
+          bot_id: string;
+          data: {
+            /** @description UUID */
+            message_id: string;
+            channel_id: string | null;
+            topic_id: string | null;
+            dm_room_id: string | null;
+            emoji: string;
+            /** @enum {string} */
+            reactor_type: 'user' | 'bot';
+            /** @description UUID */
+            reactor_id: string;
+            /** @description How many reacted with this emoji after the change */
+            count: number;
+          };
+          /** @description Unique id of the event (the same on every retry) */
+          event_id: string;
+          /** @description sha256= and the hex HMAC-SHA256 of the body without this member */
+          signature: string;
+        };
+      };
+    };
+    responses: {
+      /** @description Received (any 2xx) */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+    };
+  };
+  'webhook:reaction.removed': {
+    parameters: {
+      query?: never;
+      header: {
+        'webhook-id': string;
+        'webhook-timestamp': string;
+        'webhook-signature': string;
+        'x-workroom-signature': string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @constant */
+          event_type: 'reaction.removed';
+          /** @description When the event happened, ISO 8601 */
+          timestamp: string;
+          /** @description The receiving bot */
+          bot_id: string;
+          data: {
+            /** @description UUID */
+            message_id: string;
+            channel_id: string | null;
+            topic_id: string | null;
+            dm_room_id: string | null;
+            emoji: string;
+            /** @enum {string} */
+            reactor_type: 'user' | 'bot';
+            /** @description UUID */
+            reactor_id: string;
+            /** @description How many reacted with this emoji after the change */
+            count: number;
           };
           /** @description Unique id of the event (the same on every retry) */
           event_id: string;
@@ -7413,8 +9354,10 @@ export interface operations {
             dm_room_id: string | null;
             /** @description ISO-8601 UTC timestamp */
             invoked_at: string;
-          } & {
-            [key: string]: unknown;
+            /** @description POST the bot's answer here later (30 minutes, 5 uses; POST /api/commands/responses/{token}); only this bot learns it */
+            response_url: string;
+            /** @description When response_url stops working */
+            response_url_expires_at: string;
           };
           /** @description Unique id of the event (the same on every retry) */
           event_id: string;
@@ -7576,8 +9519,6 @@ export interface operations {
             /** @description UUID */
             requested_by?: string;
             message: string;
-          } & {
-            [key: string]: unknown;
           };
           /** @description Unique id of the event (the same on every retry) */
           event_id: string;

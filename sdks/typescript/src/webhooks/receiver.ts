@@ -29,8 +29,13 @@ export interface WebhookReceiverOptions {
   port?: number;
   /** Interface to listen on (default: all). */
   host?: string;
-  /** The bot's webhook secret (`whsec_…`). Required. */
-  secret: string;
+  /** The bot's webhook secret (`whsec_…`). Required unless `publicKey` is given. */
+  secret?: string;
+  /**
+   * The bot's ed25519 public key (`whpk_…`): deliveries must carry a valid Standard Webhooks `v1a`
+   * signature. Enough on its own (nothing secret on the receiving side); with `secret` too, both are checked.
+   */
+  publicKey?: string;
   /** Listening path (default `/webhook`). */
   path?: string;
   /** Largest accepted distance of `webhook-timestamp` from now, in seconds (default 300). */
@@ -96,7 +101,10 @@ type AnyHandler = Handler<AnyWebhookEvent>;
 type Reply = { content: string; ephemeral?: boolean } | null;
 
 export class WebhookReceiver {
-  readonly #o: Required<Omit<WebhookReceiverOptions, 'host'>> & { host: string | undefined };
+  readonly #o: Required<Omit<WebhookReceiverOptions, 'host' | 'publicKey'>> & {
+    host: string | undefined;
+    publicKey: string | undefined;
+  };
   readonly #handlers = new Map<string, AnyHandler[]>();
   readonly #commands = new Map<string, CommandHandler>();
   /** Action handlers by action id ('*': every action). */
@@ -107,14 +115,20 @@ export class WebhookReceiver {
   readonly #running = new Set<Promise<void>>();
 
   constructor(options: WebhookReceiverOptions) {
-    if (!options?.secret) throw new TypeError('WebhookReceiver: secret is required');
+    if (!options?.secret && !options?.publicKey) {
+      throw new TypeError('WebhookReceiver: secret (or publicKey) is required');
+    }
+    if (options.publicKey && Buffer.from(options.publicKey.replace(/^whpk_/, ''), 'base64').length !== 32) {
+      throw new TypeError('WebhookReceiver: publicKey is an ed25519 key of 32 bytes, whpk_<base64>');
+    }
     const commandTimeoutMs = options.commandTimeoutMs ?? 4000;
     if (commandTimeoutMs >= 5000)
       throw new RangeError('commandTimeoutMs must be under the server time-out of 5000 ms');
     this.#o = {
       port: options.port ?? 8000,
       host: options.host,
-      secret: options.secret,
+      secret: options.secret ?? '',
+      publicKey: options.publicKey,
       path: options.path ?? '/webhook',
       toleranceSeconds: options.toleranceSeconds ?? DEFAULT_TOLERANCE_SECONDS,
       requireAll: options.requireAll ?? true,
@@ -173,7 +187,7 @@ export class WebhookReceiver {
     const server = createServer((req, res) => {
       this.#handle(req, res).catch((err: unknown) => {
         this.#o.logger.error('webhook request failed', err);
-        if (!res.headersSent) this.#json(res, 500, { error: 'internal' });
+        if (!res.headersSent) this.#json(res, 500, { error: 'internal', message: 'A handler failed' });
       });
     });
     this.#server = server;
@@ -226,18 +240,23 @@ export class WebhookReceiver {
 
   async #handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const path = (req.url ?? '/').split('?')[0];
-    if (path !== this.#o.path) return this.#json(res, 404, { error: 'not_found' });
+    if (path !== this.#o.path)
+      return this.#json(res, 404, { error: 'not_found', message: 'No webhook here' });
     if (req.method !== 'POST') {
       res.setHeader('allow', 'POST');
-      return this.#json(res, 405, { error: 'method_not_allowed' });
+      return this.#json(res, 405, { error: 'method_not_allowed', message: 'Use POST' });
     }
     const declared = Number(req.headers['content-length'] ?? 0);
     const raw = declared > this.#o.maxBodyBytes ? undefined : await this.#readBody(req);
     if (!raw) {
       res.setHeader('connection', 'close');
-      return this.#json(res, 413, { error: 'payload_too_large' });
+      return this.#json(res, 413, {
+        error: 'payload_too_large',
+        message: `The body is larger than ${this.#o.maxBodyBytes} bytes`,
+      });
     }
     const v = verifySignature(raw, req.headers, this.#o.secret, {
+      publicKey: this.#o.publicKey,
       toleranceSeconds: this.#o.toleranceSeconds,
       requireAll: this.#o.requireAll,
     });
@@ -249,10 +268,13 @@ export class WebhookReceiver {
     try {
       event = JSON.parse(raw.toString('utf8')) as AnyWebhookEvent;
     } catch {
-      return this.#json(res, 400, { error: 'invalid_json' });
+      return this.#json(res, 400, { error: 'invalid_json', message: 'The body is not JSON' });
     }
     if (typeof event !== 'object' || event === null || typeof event.event_type !== 'string') {
-      return this.#json(res, 400, { error: 'invalid_envelope' });
+      return this.#json(res, 400, {
+        error: 'invalid_envelope',
+        message: 'The body is not a Workroom event envelope',
+      });
     }
     // Without Standard Webhooks headers (relaxed mode) the event id plays the webhook-id's part.
     const id = v.webhookId ?? (typeof event.event_id === 'string' ? event.event_id : undefined);

@@ -1,4 +1,4 @@
-import { createHmac, timingSafeEqual } from 'node:crypto';
+import { createHmac, createPublicKey, timingSafeEqual, verify as verifyEd25519 } from 'node:crypto';
 
 /**
  * Verification of Workroom's outgoing webhooks (decisions.md, "Outgoing webhook signatures"), from the
@@ -23,13 +23,19 @@ export interface VerifyOptions {
   requireAll?: boolean;
   /** The current time in Unix seconds (tests). */
   now?: number;
+  /**
+   * The bot's ed25519 public key (`whpk_…`, POST /api/bots/{botId}/webhook-signing-key): a Standard
+   * Webhooks `v1a` signature must then verify, within the tolerance window. With it the secret may be
+   * empty (only `v1a` is checked); with both, the HMAC signatures are checked as well.
+   */
+  publicKey?: string;
 }
 
 export type VerifyResult =
   | { ok: true; webhookId: string | undefined; timestamp: number | undefined; verified: SignatureKind[] }
   | { ok: false; reason: string };
 
-export type SignatureKind = 'standard-webhooks' | 'x-workroom-signature' | 'body';
+export type SignatureKind = 'standard-webhooks' | 'x-workroom-signature' | 'body' | 'ed25519';
 
 export const DEFAULT_TOLERANCE_SECONDS = 300;
 const SECRET_PREFIX = 'whsec_';
@@ -91,6 +97,34 @@ function checkStandardWebhooks(
   return { state: 'invalid', reason: 'webhook-signature does not match' };
 }
 
+const PUBLIC_KEY_PREFIX = 'whpk_';
+
+/** A Standard Webhooks `v1a` (ed25519) signature in `webhook-signature`, by the bot's public key. */
+function checkEd25519(raw: Buffer, h: HeaderBag, publicKey: string, tolerance: number, now: number): Check {
+  const id = header(h, 'webhook-id');
+  const ts = header(h, 'webhook-timestamp');
+  const sig = header(h, 'webhook-signature');
+  if (!id || !ts || !sig) return { state: 'invalid', reason: 'missing Standard Webhooks headers' };
+  if (!/^\d{1,15}$/.test(ts)) return { state: 'invalid', reason: 'webhook-timestamp is not Unix seconds' };
+  if (Math.abs(now - Number(ts)) > tolerance) {
+    return { state: 'invalid', reason: 'webhook-timestamp is outside the tolerance window' };
+  }
+  const x = Buffer.from(publicKey.startsWith(PUBLIC_KEY_PREFIX) ? publicKey.slice(5) : publicKey, 'base64');
+  if (x.length !== 32) return { state: 'invalid', reason: 'the public key is not 32 bytes (whpk_<base64>)' };
+  const key = createPublicKey({
+    key: { kty: 'OKP', crv: 'Ed25519', x: x.toString('base64url') },
+    format: 'jwk',
+  });
+  const data = Buffer.concat([Buffer.from(`${id}.${ts}.`), raw]);
+  for (const part of sig.split(' ')) {
+    const [version, b64] = part.split(',', 2);
+    if (version !== 'v1a' || !b64) continue;
+    const s = Buffer.from(b64, 'base64');
+    if (s.length === 64 && verifyEd25519(null, data, key, s)) return { state: 'valid' };
+  }
+  return { state: 'invalid', reason: 'no v1a signature in webhook-signature matches the public key' };
+}
+
 function checkHeaderSignature(raw: Buffer, h: HeaderBag, secret: string): Check {
   const value = header(h, 'x-workroom-signature');
   if (value === undefined) return { state: 'absent' };
@@ -135,10 +169,20 @@ export function verifySignature(
   secret: string,
   opts: VerifyOptions = {},
 ): VerifyResult {
-  if (!secret) return { ok: false, reason: 'no secret configured' };
+  if (!secret && !opts.publicKey) return { ok: false, reason: 'no secret configured' };
   const raw = typeof rawBody === 'string' ? Buffer.from(rawBody, 'utf8') : Buffer.from(rawBody);
   const tolerance = opts.toleranceSeconds ?? DEFAULT_TOLERANCE_SECONDS;
   const now = opts.now ?? Math.floor(Date.now() / 1000);
+  if (opts.publicKey) {
+    // ed25519 first: with a public key, a v1a signature is required whatever else is there.
+    const ed = checkEd25519(raw, headers, opts.publicKey, tolerance, now);
+    if (ed.state !== 'valid') return { ok: false, reason: (ed as { reason: string }).reason };
+    const ts = Number(header(headers, 'webhook-timestamp'));
+    if (!secret)
+      return { ok: true, webhookId: header(headers, 'webhook-id'), timestamp: ts, verified: ['ed25519'] };
+    const rest = verifySignature(raw, headers, secret, { ...opts, publicKey: undefined });
+    return rest.ok ? { ...rest, verified: ['ed25519', ...rest.verified] } : rest;
+  }
   const sw = checkStandardWebhooks(raw, headers, secret, tolerance, now);
   const xw = checkHeaderSignature(raw, headers, secret);
   const authentic = sw.state === 'valid' || xw.state === 'valid';

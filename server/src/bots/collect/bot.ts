@@ -370,7 +370,7 @@ async function filesOf(
 }
 
 async function onDm(ctx: BotContext, event: BotEvent): Promise<void> {
-  const d = event.data;
+  const d: Readonly<Record<string, unknown>> = event.data; // its checks as they were
   const user = String(d.sender_id);
   const messageId = String(d.message_id);
   const content = typeof d.content === 'string' ? d.content : '';

@@ -239,7 +239,7 @@ export async function onSurveyAction(
 
 /** A member's reply in their DM with the bot: the answer to the question they were asked last. */
 export async function onSurveyReply(ctx: BotContext, event: BotEvent): Promise<void> {
-  const d = event.data;
+  const d: Readonly<Record<string, unknown>> = event.data; // its checks as they were
   if (d.sender_type !== 'user' || typeof d.dm_room_id !== 'string' || typeof d.sender_id !== 'string') return;
   const userId = d.sender_id;
   const messageId = typeof d.id === 'string' ? d.id : event.id;

@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import { newId } from '../../domain/ids.js';
 import type { ToolCallRow } from '../../storage/schema.js';
 import type { Storage } from '../../storage/storage.js';
+import type { Clock } from '../../runtime/clock.js';
 import type { BotActor } from '../context.js';
 import { loadManagedBot } from '../bots/bots.js';
 import { defineOperation } from '../operation.js';
@@ -29,6 +30,7 @@ export class ToolCallRecorder {
   constructor(
     private readonly storage: Storage,
     private readonly log: Logger,
+    private readonly clock: Clock,
   ) {}
 
   record(
@@ -47,7 +49,7 @@ export class ToolCallRecorder {
       outcome,
       error_code: errorCode,
       duration_ms: Math.round(durationMs),
-      created_at: new Date().toISOString(),
+      created_at: this.clock.nowIso(),
     });
     if (this.#pending.length >= FLUSH_ROWS) void this.flush();
     else if (!this.#scheduled) {

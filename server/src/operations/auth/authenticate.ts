@@ -1,5 +1,4 @@
 import { AppError } from '../../domain/errors.js';
-import { nowIso } from '../../domain/ids.js';
 import type { BotType, Role } from '../../domain/roles.js';
 import { hashSecret, looksLikeBotKey, parseBotKey } from '../../domain/secrets.js';
 import type { Actor, BotActor, Services } from '../context.js';
@@ -22,7 +21,7 @@ export async function authenticateBotKey(services: Services, key: string): Promi
   const row = await services.storage.stores.bots.findKeyByHash(hashSecret(key));
   if (!row || row.bot_deleted_at !== null) throw unauthenticated('The API key is not valid');
   if (row.revoked_at !== null) throw unauthenticated('The API key has been revoked');
-  const now = nowIso();
+  const now = services.clock.nowIso(); // expiry and last use by business time (runtime/clock.ts)
   if (row.expires_at !== null && row.expires_at <= now) throw unauthenticated('The API key has expired');
   if (row.bot_status !== 'active') throw unauthenticated('The bot of this API key is disabled');
   services.keyUsage.record(row.key_id, now);
@@ -37,7 +36,7 @@ export async function authenticateBotKey(services: Services, key: string): Promi
 }
 
 export async function authenticateUserToken(services: Services, token: string): Promise<Actor> {
-  const row = await services.storage.stores.users.findByToken(hashSecret(token), nowIso());
+  const row = await services.storage.stores.users.findByToken(hashSecret(token), services.clock.nowIso());
   if (!row) throw unauthenticated('The session token is not valid or has expired');
   if (row.status !== 'active') throw unauthenticated('The user is deactivated');
   return {

@@ -57,7 +57,7 @@ export const createBookmark = defineOperation({
   async run(ctx, input) {
     const { actor } = ctx;
     try {
-      return await write(ctx.services, async ({ stores, now }) => {
+      return await write(ctx, async ({ stores, now }) => {
         const ch = await loadMemberChannel(stores, actor, input.channel_id);
         const m = await stores.messages.get(input.message_id);
         if (!m || m.channel_id !== ch.id) throw notFound('Message in this channel');
@@ -137,7 +137,7 @@ export const deleteBookmark = defineOperation({
   actors: ['user'],
   async run(ctx, input) {
     const { actor } = ctx;
-    return write(ctx.services, async ({ stores }) => {
+    return write(ctx, async ({ stores }) => {
       const ch = await loadMemberChannel(stores, actor, input.channel_id);
       const userId = actor.kind === 'user' ? actor.userId : '';
       if (!(await stores.bookmarks.delete(userId, ch.id, input.message_id))) throw notFound('Bookmark');

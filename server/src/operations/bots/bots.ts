@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { Config } from '../../config/config.js';
-import { checkWebhookUrl } from '../../delivery/outbound.js';
+import { checkWebhookUrl } from '../../outbound/client.js';
 import { AppError, invalid, notFound } from '../../domain/errors.js';
 import { SUBSCRIBABLE_EVENT_TYPES } from '../../domain/events.js';
 import { newId } from '../../domain/ids.js';
@@ -11,6 +11,7 @@ import { inOrg, isOrgAdmin, isSystemAdmin } from '../access.js';
 import { defineOperation } from '../operation.js';
 import { description, name, uuid } from '../schemas.js';
 import { BotView, botView, listOf } from '../views.js';
+import { checkBotQuota } from '../quotas.js';
 import { write } from '../write.js';
 
 /**
@@ -102,7 +103,12 @@ export const createBot = defineOperation({
       throw new AppError('forbidden', 'Only a system_admin registers platform bots');
     }
     assertWebhookUrlAllowed(ctx.services.config, input.webhook_url);
-    return write(ctx.services, async ({ stores, now }) => {
+    return write(ctx, async ({ stores, now }) => {
+      // Custom bots count against the organization's and the member's quotas (counted in this
+      // transaction, under the organization's lock: parallel registrations cannot pass them together).
+      if (input.type === 'custom') {
+        await checkBotQuota(stores, ctx.services.config, actor.orgId, actor.userId);
+      }
       const row: BotRow = {
         id: newId(),
         org_id: actor.orgId,
@@ -164,7 +170,7 @@ export const updateBot = defineOperation({
   output: BotView,
   actors: ['user'],
   async run(ctx, input) {
-    return write(ctx.services, async ({ stores, now }) => {
+    return write(ctx, async ({ stores, now }) => {
       const bot = await loadManagedBot(stores, ctx.actor, input.bot_id);
       if (bot.builtin !== null && input.webhook_url !== undefined) {
         throw invalid(
@@ -199,7 +205,7 @@ export const deleteBot = defineOperation({
   output: z.object({ bot_id: z.string(), deleted: z.literal(true) }),
   actors: ['user'],
   async run(ctx, input) {
-    return write(ctx.services, async ({ stores, now }) => {
+    return write(ctx, async ({ stores, now }) => {
       const bot = await loadManagedBot(stores, ctx.actor, input.bot_id);
       if (bot.builtin !== null) {
         throw new AppError(

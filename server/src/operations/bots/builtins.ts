@@ -12,7 +12,7 @@ import { BUILTIN_COMMANDS, COMMAND_NAME_RE } from '../commands/custom-commands.j
 import { defineOperation } from '../operation.js';
 import { uuid } from '../schemas.js';
 import { listOf } from '../views.js';
-import { write, type WriteTx } from '../write.js';
+import { outsideRequest, write, type WriteTx } from '../write.js';
 
 /**
  * Built-in bots (docs/BUILTIN-BOTS.md): system bots (search, tasks, notifications) and platform bots
@@ -190,7 +190,7 @@ export async function installBuiltinsIn(
 
 /** Installs the built-in bots in one organization (its own transaction). */
 export function installBuiltins(services: Services, orgId: string): Promise<number> {
-  return write(services, (tx) => installBuiltinsIn(tx, services.builtins, orgId));
+  return write(outsideRequest(services), (tx) => installBuiltinsIn(tx, services.builtins, orgId));
 }
 
 /**
@@ -200,10 +200,12 @@ export function installBuiltins(services: Services, orgId: string): Promise<numb
 export async function installBuiltinsEverywhere(services: Services): Promise<number> {
   if (services.builtins.list().length === 0) return 0;
   const orgs = await services.storage.stores.orgs.list();
-  const statuses = await write(services, (tx) => initialStatuses(tx));
+  const statuses = await write(outsideRequest(services), (tx) => initialStatuses(tx));
   let created = 0;
   for (const org of orgs) {
-    created += await write(services, (tx) => installBuiltinsIn(tx, services.builtins, org.id, statuses));
+    created += await write(outsideRequest(services), (tx) =>
+      installBuiltinsIn(tx, services.builtins, org.id, statuses),
+    );
   }
   return created;
 }

@@ -3,6 +3,7 @@ import { AppError, conflict, invalid, notFound } from '../../domain/errors.js';
 import type { BotDataRow } from '../../storage/schema.js';
 import { defineOperation } from '../operation.js';
 import { limit, uuid } from '../schemas.js';
+import { chargeBotData } from '../quotas.js';
 import { write } from '../write.js';
 import { loadOwnBot } from './own-bot.js';
 
@@ -106,8 +107,12 @@ export const putBotData = defineOperation({
           );
         }
         if (existing) {
+          const grows = Buffer.byteLength(value) - Buffer.byteLength(existing.value);
+          await chargeBotData(stores, ctx.services.config, existing.org_id, grows);
           const row = await stores.botData.update(bot.id, input.key, existing.version, value, now);
           if (row) return view(row);
+          // Not written: give the bytes back before reading again.
+          await chargeBotData(stores, ctx.services.config, existing.org_id, -grows);
         } else {
           await stores.botData.lockBot(bot.id);
           if ((await stores.botData.count(bot.id)) >= BOT_DATA_LIMITS.keysPerBot) {
@@ -126,7 +131,10 @@ export const putBotData = defineOperation({
             created_at: now,
             updated_at: now,
           };
+          const bytes = Buffer.byteLength(value);
+          await chargeBotData(stores, ctx.services.config, row.org_id, bytes);
           if (await stores.botData.insert(row)) return view(row);
+          await chargeBotData(stores, ctx.services.config, row.org_id, -bytes);
         }
         // Changed by a concurrent write between our read and write (PostgreSQL): read again.
         if (round >= 2) throw conflict(`Key ${input.key} is being changed concurrently; retry`);
@@ -158,6 +166,7 @@ export const deleteBotData = defineOperation({
       if (!(await stores.botData.delete(bot.id, input.key, existing.version))) {
         throw conflict(`Key ${input.key} was changed concurrently; retry`);
       }
+      await chargeBotData(stores, ctx.services.config, existing.org_id, -Buffer.byteLength(existing.value));
       return { key: input.key, deleted: true as const };
     });
   },

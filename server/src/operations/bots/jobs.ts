@@ -81,25 +81,27 @@ const dedupeKey = z
   // eslint-disable-next-line no-control-regex -- refusing control characters is the point
   .refine((s) => !/[\u0000-\u001f\u007f]/.test(s), 'must not contain control characters');
 
-/** run_at: ISO 8601 with a time zone offset, from a minute ago up to a year ahead; stored in UTC. */
+/**
+ * run_at: ISO 8601 with a time zone offset, stored in UTC. From a minute ago up to a year ahead:
+ * checked by `checkRunAt` against the server's clock (`Services.clock`), which a schema cannot see.
+ */
 const runAt = z
   .string({ message: 'must be an ISO 8601 timestamp' })
   .pipe(
     z.iso.datetime({ offset: true, message: 'must be an ISO 8601 timestamp with a time zone (Z or ±hh:mm)' }),
   )
-  .transform((s, ctx) => {
-    const ms = Date.parse(s);
-    const now = Date.now();
-    if (ms < now - JOB_LIMITS.pastMs) {
-      ctx.addIssue({ code: 'custom', message: 'is in the past' });
-      return z.NEVER;
-    }
-    if (ms > now + JOB_LIMITS.horizonMs) {
-      ctx.addIssue({ code: 'custom', message: 'must be at most one year ahead' });
-      return z.NEVER;
-    }
-    return new Date(ms).toISOString();
-  });
+  .transform((s) => new Date(Date.parse(s)).toISOString());
+
+/** run_at (UTC ISO) must lie between a minute ago and a year ahead of `now` (epoch ms). */
+function checkRunAt(runAtIso: string, now: number): void {
+  const ms = Date.parse(runAtIso);
+  if (ms < now - JOB_LIMITS.pastMs) {
+    throw new AppError('invalid_input', 'run_at: is in the past', { field: 'run_at' });
+  }
+  if (ms > now + JOB_LIMITS.horizonMs) {
+    throw new AppError('invalid_input', 'run_at: must be at most one year ahead', { field: 'run_at' });
+  }
+}
 
 export const ScheduleJobInput = z.strictObject({
   bot_id: uuid('bot'),
@@ -126,6 +128,7 @@ export const scheduleJob = defineOperation({
   actors: ['bot'],
   scope: 'any',
   async run(ctx, input) {
+    checkRunAt(input.run_at, ctx.services.clock.now());
     const result = await write(ctx, async ({ stores, now }) => {
       const bot = await loadOwnBot(stores, ctx.actor, input.bot_id, 'jobs');
       await stores.scheduledJobs.lockBot(bot.id);

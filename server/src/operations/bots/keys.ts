@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { AppError, notFound } from '../../domain/errors.js';
-import { newId, nowIso } from '../../domain/ids.js';
+import { newId } from '../../domain/ids.js';
 import { SCOPES } from '../../domain/scopes.js';
 import {
   decryptSecret,
@@ -36,7 +36,7 @@ export const issueApiKey = defineOperation({
   output: ApiKeyView.extend({ key: z.string().describe('The full key; shown only once') }),
   actors: ['user'],
   async run(ctx, input) {
-    return write(ctx.services, async ({ stores, now }) => {
+    return write(ctx, async ({ stores, now }) => {
       const bot = await loadManagedBot(stores, ctx.actor, input.bot_id);
       assertNotBuiltin(bot, 'API keys');
       const key = generateBotKey(bot.id, input.key_type);
@@ -74,7 +74,7 @@ export const listApiKeys = defineOperation({
     const stores = ctx.services.storage.stores;
     const bot = await loadManagedBot(stores, ctx.actor, input.bot_id);
     await ctx.services.keyUsage.flush();
-    const now = nowIso();
+    const now = ctx.services.clock.nowIso(); // "expired" by business time (runtime/clock.ts)
     return { items: (await stores.bots.listKeys(bot.id)).map((k) => apiKeyView(k, now)) };
   },
 });
@@ -86,7 +86,7 @@ export const revokeApiKey = defineOperation({
   output: ApiKeyView,
   actors: ['user'],
   async run(ctx, input) {
-    return write(ctx.services, async ({ stores, now }) => {
+    return write(ctx, async ({ stores, now }) => {
       const bot = await loadManagedBot(stores, ctx.actor, input.bot_id);
       const key = await stores.bots.getKey(bot.id, input.key_id);
       if (!key) throw notFound('API key');
@@ -103,7 +103,7 @@ export const createWebhookSecret = defineOperation({
   output: z.object({ bot_id: z.string(), secret: z.string(), created_at: z.string() }),
   actors: ['user'],
   async run(ctx, input) {
-    return write(ctx.services, async ({ stores, now }) => {
+    return write(ctx, async ({ stores, now }) => {
       const bot = await loadManagedBot(stores, ctx.actor, input.bot_id);
       assertNotBuiltin(bot, 'webhook signing secret');
       const secret = generateWebhookSecret();
@@ -116,7 +116,9 @@ export const createWebhookSecret = defineOperation({
 /** The current signing secret of a bot, for the webhook signer. */
 export async function webhookSecretOf(services: Services, botId: string): Promise<string | null> {
   const row = await services.storage.stores.bots.getWebhookSecret(botId);
-  return row ? decryptSecret(row.secret_encrypted, services.encryptionKey) : null;
+  return row
+    ? decryptSecret(row.secret_encrypted, services.encryptionKey, services.previousEncryptionKeys)
+    : null;
 }
 
 export const botAuth = defineOperation({

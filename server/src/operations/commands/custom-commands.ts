@@ -133,7 +133,7 @@ export const registerBotCommand = defineOperation({
       });
     }
     try {
-      return await write(ctx.services, async ({ stores, now }) => {
+      return await write(ctx, async ({ stores, now }) => {
         const bot = await loadCommandBot(stores, ctx.actor, input.bot_id, 'write');
         if (await stores.commands.get(bot.id, input.command)) {
           throw conflict(`The bot already has a command /${input.command}`);
@@ -166,7 +166,7 @@ export const deleteBotCommand = defineOperation({
   actors: ['user', 'bot'],
   scope: 'bots:commands:write',
   async run(ctx, input) {
-    return write(ctx.services, async ({ stores }) => {
+    return write(ctx, async ({ stores }) => {
       const bot = await loadCommandBot(stores, ctx.actor, input.bot_id, 'write');
       const name = input.command.replace(/^\//, '').toLowerCase();
       if (!(await stores.commands.delete(bot.id, name))) throw notFound(`Command /${name}`);

@@ -1,17 +1,19 @@
 import { z } from 'zod';
 import type { Config } from '../../config/config.js';
-import { OutboundClient, OutboundError } from '../../delivery/outbound.js';
-import { signDelivery } from '../../delivery/sign.js';
+import { OutboundClient, OutboundError } from '../../outbound/client.js';
+import { signDelivery } from '../../outbound/sign.js';
 import { AppError, isAppError } from '../../domain/errors.js';
-import { newId, nowIso } from '../../domain/ids.js';
+import { newId } from '../../domain/ids.js';
 import type { BotType } from '../../domain/roles.js';
-import { sanitizeMessageHtml } from '../../domain/sanitize.js';
+import { imagePolicy, sanitizeMessageHtml } from '../../domain/sanitize.js';
 import { webhookSecretOf } from '../bots/keys.js';
+import { systemClock, type Clock } from '../../runtime/clock.js';
 import type { BotActor, Services } from '../context.js';
 import { sendMessage } from '../messages/messages.js';
 import { runOperation } from '../operation.js';
 import { content, contentHtml } from '../schemas.js';
 import { ResponseTokens, type Invocation, type ResponseGrant } from './response-token.js';
+import { signingKeyOf } from '../webhooks/signing-key.js';
 
 /**
  * A bot's slash command, delivered at once: the signed command.invoked event is POSTed to the bot's
@@ -23,8 +25,8 @@ import { ResponseTokens, type Invocation, type ResponseGrant } from './response-
 /** Pushes a message to one user's live connections (realtime/hub.ts); how many received it. */
 export interface UserPush {
   pushToUser(userId: string, message: Record<string, unknown>): number;
-  /** Whether the user has a live connection to this instance. */
-  isConnected?(userId: string): boolean;
+  /** Which of the users have a live connection (to any instance on the database). */
+  onlineAmong?(userIds: readonly string[]): Promise<Set<string>>;
 }
 
 export const MAX_RESPONSES = 5;
@@ -91,8 +93,10 @@ export class CommandDispatcher {
   constructor(
     private readonly config: Config,
     encryptionKey: Buffer,
+    /** Business time (runtime/clock.ts): response URLs' expiry. */
+    private readonly clock: Clock = systemClock,
   ) {
-    this.tokens = new ResponseTokens(encryptionKey);
+    this.tokens = new ResponseTokens(encryptionKey, clock);
     this.#client = new OutboundClient({
       allowPrivate: config.webhooks.allowPrivateUrls,
       allowedRanges: config.webhooks.allowedRanges,
@@ -106,9 +110,9 @@ export class CommandDispatcher {
     this.#push = push;
   }
 
-  /** Whether the user is online: has a live connection to this instance (built-in bots' @here). */
-  isOnline(userId: string): boolean {
-    return this.#push.isConnected?.(userId) ?? false;
+  /** Which of the users are online: have a live connection to any instance (built-in bots' @here). */
+  async onlineAmong(userIds: readonly string[]): Promise<Set<string>> {
+    return (await this.#push.onlineAmong?.(userIds)) ?? new Set();
   }
 
   /** The built-in bots' command runner (bots/runtime.ts), wired by app.ts. */
@@ -129,7 +133,7 @@ export class CommandDispatcher {
   }
 
   /** Counts one use of a response URL; false once it was used MAX_RESPONSES times (per instance). */
-  claimUse(g: ResponseGrant, now = Date.now()): boolean {
+  claimUse(g: ResponseGrant, now = this.clock.now()): boolean {
     if (this.#uses.size > 10_000) {
       for (const [k, v] of this.#uses) if (v.expiresAt <= now) this.#uses.delete(k);
     }
@@ -187,8 +191,9 @@ export async function dispatchInvocation(
   }
   const signed = signDelivery({
     secret,
+    signingKey: await signingKeyOf(services, bot.id),
     webhookId: inv.invocationId,
-    timestampSeconds: Math.floor(Date.now() / 1000),
+    timestampSeconds: Math.floor(services.clock.now() / 1000),
     envelope: {
       event_type: 'command.invoked',
       timestamp: invokedAt,
@@ -330,7 +335,10 @@ export async function postReply(
   }
   const place = { channel_id: inv.channelId, topic_id: inv.topicId, dm_room_id: inv.dmRoomId };
   if (reply.ephemeral === true || (!inv.channelId && !inv.topicId && !inv.dmRoomId)) {
-    const html = reply.content_html === undefined ? null : sanitizeMessageHtml(reply.content_html);
+    const html =
+      reply.content_html === undefined
+        ? null
+        : sanitizeMessageHtml(reply.content_html, imagePolicy(services.config));
     const delivered = services.commands.pushToUser(inv.userId, {
       type: 'ephemeral',
       message: {
@@ -342,7 +350,7 @@ export async function postReply(
         content: reply.content,
         content_html: html,
         ...place,
-        created_at: nowIso(),
+        created_at: services.clock.nowIso(),
       },
     });
     return {

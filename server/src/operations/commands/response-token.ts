@@ -1,10 +1,12 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
+import { systemClock, type Clock } from '../../runtime/clock.js';
 
 /**
  * The token of a command's response URL (`POST /api/commands/responses/{token}`). It is the only
  * credential the bot needs to answer later, so it carries everything the answer needs and is signed
  * with a key derived from the server's encryption key: nothing is stored, and it works on every
- * instance. It expires after RESPONSE_TTL_MS; how often it may be used is counted by the dispatcher.
+ * instance. It expires after RESPONSE_TTL_MS of the server's clock (runtime/clock.ts); how often it may
+ * be used is counted by the dispatcher.
  */
 
 export const RESPONSE_TTL_MS = 30 * 60_000;
@@ -30,12 +32,15 @@ const b64 = (b: Buffer | string) => Buffer.from(b).toString('base64url');
 export class ResponseTokens {
   readonly #key: Buffer;
 
-  constructor(encryptionKey: Buffer) {
+  constructor(
+    encryptionKey: Buffer,
+    private readonly clock: Clock = systemClock,
+  ) {
     // A key of its own: a token's MAC can never be mistaken for anything else made with the master key.
     this.#key = createHmac('sha256', encryptionKey).update('workroom/command-response-token/v1').digest();
   }
 
-  issue(inv: Invocation, now = Date.now()): { token: string; expiresAt: number } {
+  issue(inv: Invocation, now = this.clock.now()): { token: string; expiresAt: number } {
     const expiresAt = now + RESPONSE_TTL_MS;
     const payload = b64(
       JSON.stringify([
@@ -54,7 +59,7 @@ export class ResponseTokens {
   }
 
   /** The grant of a valid, unexpired token; null for anything else (the caller answers not found). */
-  read(token: string, now = Date.now()): ResponseGrant | null {
+  read(token: string, now = this.clock.now()): ResponseGrant | null {
     const dot = token.indexOf('.');
     if (dot <= 0 || token.length > 2048) return null;
     const payload = token.slice(0, dot);

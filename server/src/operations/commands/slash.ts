@@ -5,6 +5,7 @@ import { newId } from '../../domain/ids.js';
 import { LIMITS } from '../../domain/limits.js';
 import type { CommandWithBot } from '../../storage/stores/commands.js';
 import type { ContainerRef } from '../../storage/stores/messages.js';
+import type { Stores } from '../../storage/stores/index.js';
 import { loadContainer } from '../access.js';
 import type { OpContext } from '../context.js';
 import { addChannelMember } from '../containers/channels.js';
@@ -176,6 +177,12 @@ export const executeSlashCommand = defineOperation({
       }
       throw new AppError('not_found', `Unknown command /${name}; /help lists the available commands`);
     }
+    if (candidates.length > 1 && c) {
+      // Several bots register the name: the one that is here (a member of the room, or a system bot,
+      // which answers anywhere) is meant. Only when that is still not one bot must the caller choose.
+      const here = await botsPresentIn(stores, c, candidates);
+      if (here.length >= 1) candidates = here;
+    }
     if (candidates.length > 1) {
       throw conflict(
         `Several bots register /${name} (${candidates.map((x) => `${x.bot_name} ${x.bot_id}`).join(', ')}); name one with bot_id`,
@@ -241,6 +248,28 @@ export const executeSlashCommand = defineOperation({
     return { ...recorded, ...(await dispatchInvocation(ctx.services, inv, sent, sent.invoked_at)) };
   },
 });
+
+/** The candidates whose bot is in the room: a member of it (of its project for a topic), or a system bot. */
+async function botsPresentIn<T extends { bot_id: string; bot_type: string; bot_builtin: unknown }>(
+  stores: Stores,
+  c: ContainerRef,
+  candidates: T[],
+): Promise<T[]> {
+  const kind = c.kind === 'topic' ? 'project' : c.kind;
+  let parent = c.id;
+  if (c.kind === 'topic') {
+    const t = await stores.containers.getTopic(c.id);
+    if (!t) return [];
+    parent = t.project_id;
+  }
+  const out: T[] = [];
+  for (const x of candidates) {
+    const system = x.bot_builtin !== null && x.bot_type === 'system';
+    if (system || (await stores.containers.isMember(kind, parent, { type: 'bot', id: x.bot_id })))
+      out.push(x);
+  }
+  return out;
+}
 
 /**
  * Adds a built-in platform bot to the channel (or the topic's project) where its command is used, as

@@ -26,7 +26,7 @@ export const createChannel = defineOperation({
     const { actor } = ctx;
     if (actor.kind !== 'user') throw new AppError('forbidden', 'Only users create channels');
     try {
-      return await write(ctx.services, async ({ stores, now }) => {
+      return await write(ctx, async ({ stores, now, emit }) => {
         const row = {
           id: newId(),
           org_id: actor.orgId,
@@ -39,7 +39,9 @@ export const createChannel = defineOperation({
         };
         await stores.containers.createChannel(row);
         await stores.containers.addMember('channel', row.id, { type: 'user', id: actor.userId }, now);
-        return channelView(row);
+        const view = channelView(row);
+        emit('channel.created', row.org_id, { channel_id: row.id, channel: view, actor_id: actor.userId });
+        return view;
       });
     } catch (e) {
       if (isUniqueViolation(e)) throw conflict(`A channel named "${input.name}" already exists`);
@@ -63,7 +65,10 @@ export const getChannel = defineOperation({
 export const listChannelsRest = defineOperation({
   name: 'channels.list',
   summary: 'Channels you can see (bots: channels they are members of)',
-  input: z.strictObject({ q: z.string().max(200).optional() }),
+  input: z.strictObject({
+    q: z.string().max(200).optional(),
+    joined: z.enum(['true', 'false']).optional().describe('true: only channels you are a member of'),
+  }),
   output: listOf(ChannelView),
   actors: ['user', 'bot'],
   scope: 'channels:read',
@@ -72,7 +77,7 @@ export const listChannelsRest = defineOperation({
       ctx.actor.orgId,
       actorRef(ctx.actor),
       {
-        onlyMemberOf: ctx.actor.kind === 'bot',
+        onlyMemberOf: ctx.actor.kind === 'bot' || input.joined === 'true',
         ...(input.q !== undefined && { query: input.q }),
       },
     );
@@ -93,7 +98,7 @@ export const updateChannel = defineOperation({
   actors: ['user'],
   async run(ctx, input) {
     try {
-      return await write(ctx.services, async ({ stores, now, emit }) => {
+      return await write(ctx, async ({ stores, now, emit }) => {
         const ch = await loadChannel(stores, ctx.actor, input.channel_id, 'write');
         const patch = {
           ...(input.name !== undefined && { name: input.name }),
@@ -164,7 +169,7 @@ export const addChannelMember = defineOperation({
   output: MembershipResult,
   actors: ['user'],
   async run(ctx, input) {
-    return write(ctx.services, async ({ stores, now, emit }) => {
+    return write(ctx, async ({ stores, now, emit }) => {
       const ch = await loadChannel(stores, ctx.actor, input.channel_id, 'read');
       const member = await resolveMember(stores, ch.org_id, input);
       const selfJoin = member.type === 'user' && member.id === actorRef(ctx.actor).id;
@@ -192,7 +197,7 @@ export const removeChannelMember = defineOperation({
   output: z.object({ member_type: z.enum(['user', 'bot']), member_id: z.string(), removed: z.boolean() }),
   actors: ['user'],
   async run(ctx, input) {
-    return write(ctx.services, async ({ stores, emit }) => {
+    return write(ctx, async ({ stores, emit }) => {
       const ch = await loadChannel(stores, ctx.actor, input.channel_id, 'read');
       const member = await resolveMember(stores, ch.org_id, input);
       const self = member.type === 'user' && member.id === actorRef(ctx.actor).id;
@@ -230,5 +235,27 @@ export const listChannelMembers = defineOperation({
     const stores = ctx.services.storage.stores;
     const ch = await loadChannel(stores, ctx.actor, input.channel_id, 'read');
     return { items: await stores.containers.listMembers('channel', ch.id) };
+  },
+});
+
+export const archiveChannel = defineOperation({
+  name: 'channels.archive',
+  summary:
+    'Archive a channel (its creator or an org admin): it leaves the listings and takes no new messages; its history stays readable',
+  input: z.strictObject({ channel_id: uuid('channel') }),
+  output: ChannelView,
+  actors: ['user'],
+  async run(ctx, input) {
+    return write(ctx, async ({ stores, now, emit }) => {
+      const ch = await loadChannel(stores, ctx.actor, input.channel_id, 'read');
+      const by = actorRef(ctx.actor).id;
+      if (ch.created_by !== by && !isOrgAdmin(ctx.actor, ch.org_id))
+        throw new AppError('forbidden', 'Only the channel creator or an org admin archives a channel');
+      if (!(await stores.containers.setArchived('channels', ch.id, now, now)))
+        throw conflict('The channel is archived already');
+      const view = channelView((await stores.containers.getChannel(ch.id))!);
+      emit('channel.archived', ch.org_id, { channel_id: ch.id, channel: view, actor_id: by });
+      return view;
+    });
   },
 });

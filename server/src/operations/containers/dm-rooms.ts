@@ -46,7 +46,7 @@ export const createDmRoom = defineOperation({
   output: DmRoomView,
   actors: ['user'],
   async run(ctx, input) {
-    return write(ctx.services, async (tx) => {
+    return write(ctx, async (tx) => {
       const members: MemberRef[] = [actorRef(ctx.actor)];
       for (const id of input.user_ids)
         members.push(await resolveMember(tx.stores, ctx.actor.orgId, { user_id: id }));

@@ -17,9 +17,10 @@ export async function reachableChannels(
   actor: Actor,
   query?: string,
   limit?: number,
+  joined = false,
 ): Promise<ChannelRow[]> {
   return stores.containers.listChannels(actor.orgId, actorRef(actor), {
-    onlyMemberOf: actor.kind === 'bot',
+    onlyMemberOf: actor.kind === 'bot' || joined,
     ...(query !== undefined && { query }),
     ...(limit !== undefined && { limit }),
   });
@@ -51,6 +52,10 @@ export const ListContainersInput = z.strictObject({
     .default('all')
     .describe('What to list: channels, projects, topics, or all of them'),
   project_id: uuid('project').optional().describe('Only the topics of this project'),
+  joined: z
+    .enum(['true', 'false'])
+    .optional()
+    .describe('true: only the channels you are a member of (not every public one)'),
 });
 
 export const ContainersView = z.object({
@@ -73,7 +78,10 @@ export const listContainers = defineOperation({
     const { actor } = ctx;
     const want = (t: (typeof CONTAINER_TYPES)[number]) => input.type === 'all' || input.type === t;
     const out: ContainersView = {};
-    if (want('channels')) out.channels = (await reachableChannels(stores, actor)).map(channelView);
+    if (want('channels'))
+      out.channels = (
+        await reachableChannels(stores, actor, undefined, undefined, input.joined === 'true')
+      ).map(channelView);
     let projects: ProjectRow[] | undefined;
     if (want('projects') || (want('topics') && !input.project_id))
       projects = await reachableProjects(stores, actor);

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { MessageActionsInput } from '../../domain/actions.js';
 import { AppError, notFound } from '../../domain/errors.js';
+import { imagePolicy } from '../../domain/sanitize.js';
 import { findOrCreateDmRoom } from '../containers/dm-rooms.js';
 import { insertMessage } from '../messages/messages.js';
 import { defineOperation } from '../operation.js';
@@ -39,7 +40,9 @@ export const sendBotDm = defineOperation({
       const bot = { type: 'bot' as const, id: actor.botId };
       const room = await findOrCreateDmRoom(tx, actor.orgId, [bot, { type: 'user', id: user.id }]);
       const c = { kind: 'dm_room' as const, id: room.id };
-      return messageView(await insertMessage(tx, actor.orgId, c, bot, input));
+      return messageView(
+        await insertMessage(tx, actor.orgId, c, bot, input, imagePolicy(ctx.services.config)),
+      );
     });
   },
 });

@@ -9,12 +9,14 @@ import { actorRef } from '../context.js';
 import { loadChannel, loadContainer } from '../access.js';
 import { defineOperation } from '../operation.js';
 import { limit, offset, uuid } from '../schemas.js';
+import { chargeUpload, quotaExceeded, uploadRoom } from '../quotas.js';
 import { write } from '../write.js';
 import { sniffContentType } from './sniff.js';
 
 /**
- * Files of channels: uploaded as a stream to `<data dir>/files/`, typed from their bytes (never from
- * what the client says), listed with the spec's query, downloaded always as an attachment.
+ * Files of channels: uploaded as a stream to the blob store (storage/blobs.ts: disk or database), typed
+ * from their bytes (never from what the client says), listed with the spec's query, downloaded always as
+ * an attachment.
  */
 
 export const FileView = z.object({
@@ -83,11 +85,32 @@ export const uploadFile = defineOperation({
     const blobs = services.blobs;
     const relPath = blobs.pathFor(ch.org_id, id, nowIso());
     const filename = cleanFilename(input.filename);
-    const stored = await blobs.write(relPath, input.file, services.config.maxUploadBytes);
-    const sniffed = sniffContentType(stored.head, filename);
     const uploader = actorRef(actor);
+    // Refused before a byte is read when at a quota; the bytes stream only up to what is left of it.
+    const room = await uploadRoom(services.storage.stores, services.config, ch.org_id, uploader);
+    const maxBytes = Math.min(services.config.maxUploadBytes, room.bytes);
+    let stored;
     try {
-      return await write(services, async ({ stores, now }) => {
+      stored = await blobs.write(relPath, input.file, maxBytes);
+    } catch (e) {
+      if (
+        e instanceof AppError &&
+        e.code === 'payload_too_large' &&
+        maxBytes < services.config.maxUploadBytes
+      ) {
+        // Over what is left of a quota: say which (recounted, as others may have uploaded meanwhile).
+        await uploadRoom(services.storage.stores, services.config, ch.org_id, uploader);
+        throw quotaExceeded(
+          services.config,
+          room.quota,
+          `this file is larger than the ${maxBytes} bytes left of it`,
+        );
+      }
+      throw e;
+    }
+    const sniffed = sniffContentType(stored.head, filename);
+    try {
+      return await write(ctx, async ({ stores, now }) => {
         // Membership may have changed while the bytes were streaming.
         await loadChannel(stores, actor, ch.id, 'write');
         const row: FileRow = {
@@ -107,7 +130,10 @@ export const uploadFile = defineOperation({
           created_at: now,
           deleted_at: null,
         };
+        await chargeUpload(stores, services.config, ch.org_id, uploader, stored.size);
         await stores.files.insert(row);
+        // The database store ties the bytes to the row: deleted with it (a no-op on disk).
+        await blobs.attach(stores, relPath, id);
         return fileView(row);
       });
     } catch (e) {

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { MessageActionsInput, storeActions } from '../../domain/actions.js';
 import { AppError, notFound } from '../../domain/errors.js';
-import { sanitizeMessageHtml } from '../../domain/sanitize.js';
+import { imagePolicy, sanitizeMessageHtml } from '../../domain/sanitize.js';
 import type { MessageRow } from '../../storage/schema.js';
 import type { Stores } from '../../storage/stores/index.js';
 import { containerOf } from '../../storage/stores/messages.js';
@@ -67,7 +67,10 @@ export const editMessage = defineOperation({
       const updated: MessageRow = {
         ...m,
         content: input.content,
-        content_html: input.content_html === undefined ? null : sanitizeMessageHtml(input.content_html),
+        content_html:
+          input.content_html === undefined
+            ? null
+            : sanitizeMessageHtml(input.content_html, imagePolicy(ctx.services.config)),
         actions: input.actions === undefined ? m.actions : storeActions(input.actions),
         edited_at: now,
       };
@@ -98,7 +101,7 @@ export const deleteMessage = defineOperation({
   actors: ['user', 'bot'],
   scope: 'messages:write',
   async run(ctx, input) {
-    return write(ctx.services, async ({ stores, now, emit }) => {
+    return write(ctx, async ({ stores, now, emit }) => {
       const m = await loadOwnMessage(stores, ctx.actor, input.message_id);
       // A concurrent delete may have won: then this one answers as if the message were gone.
       if (!(await stores.messages.softDelete(m.id, now))) throw notFound('Message');

@@ -3,11 +3,17 @@ import { MessageActionsInput, readActions, storeActions, type MessageAction } fr
 import { AppError } from '../../domain/errors.js';
 import { newId } from '../../domain/ids.js';
 import { LIMITS } from '../../domain/limits.js';
-import { sanitizeMessageHtml } from '../../domain/sanitize.js';
+import {
+  imagePolicy,
+  OWN_IMAGES_ONLY,
+  sanitizeMessageHtml,
+  type ImagePolicy,
+} from '../../domain/sanitize.js';
 import type { MessageRow } from '../../storage/schema.js';
 import type { ContainerRef } from '../../storage/stores/messages.js';
 import { actorRef } from '../context.js';
 import { loadContainer } from '../access.js';
+import { ReactionSummaryView } from './reactions.js';
 import { defineOperation } from '../operation.js';
 import {
   containerFields,
@@ -76,6 +82,7 @@ export async function insertMessage(
     content_html?: string | undefined;
     actions?: readonly MessageAction[] | null | undefined;
   },
+  images: ImagePolicy = OWN_IMAGES_ONLY,
 ): Promise<MessageRow> {
   checkActionsAllowed(sender, body.actions);
   const row: MessageRow = {
@@ -88,7 +95,7 @@ export async function insertMessage(
     sender_id: sender.id,
     bot_id: sender.type === 'bot' ? sender.id : null,
     content: body.content,
-    content_html: body.content_html === undefined ? null : sanitizeMessageHtml(body.content_html),
+    content_html: body.content_html === undefined ? null : sanitizeMessageHtml(body.content_html, images),
     actions: storeActions(body.actions),
     created_at: tx.now,
     edited_at: null,
@@ -122,7 +129,9 @@ export const sendMessage = defineOperation({
     // Authorize first, then hold the write transaction only for the writes.
     const { orgId } = await loadContainer(ctx.services.storage.stores, ctx.actor, c, 'write');
     return write(ctx, async (tx) =>
-      messageView(await insertMessage(tx, orgId, c, actorRef(ctx.actor), input)),
+      messageView(
+        await insertMessage(tx, orgId, c, actorRef(ctx.actor), input, imagePolicy(ctx.services.config)),
+      ),
     );
   },
 });
@@ -135,11 +144,15 @@ export const ListMessagesInput = z
   })
   .refine(exactlyOneContainer, EXACTLY_ONE_CONTAINER);
 
+/** A message as listed: with its emoji reactions (counts and who). */
+export const ListedMessageView = MessageView.extend({ reactions: z.array(ReactionSummaryView) });
+export type ListedMessageView = z.infer<typeof ListedMessageView>;
+
 export const listMessages = defineOperation({
   name: 'messages.list',
   summary: 'Recent messages of a channel, topic or DM room, newest first (deleted ones hidden)',
   input: ListMessagesInput,
-  output: listOf(MessageView),
+  output: listOf(ListedMessageView),
   actors: ['user', 'bot'],
   scope: 'messages:read',
   async run(ctx, input) {
@@ -147,6 +160,7 @@ export const listMessages = defineOperation({
     const c = containerRef(input);
     await loadContainer(stores, ctx.actor, c, 'read');
     const rows = await stores.messages.listInContainer(c, input.limit, input.before);
-    return { items: rows.map(messageView) };
+    const reactions = await stores.reactions.summarize(rows.map((r) => r.id));
+    return { items: rows.map((r) => ({ ...messageView(r), reactions: reactions.get(r.id) ?? [] })) };
   },
 });

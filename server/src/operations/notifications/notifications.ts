@@ -62,7 +62,7 @@ export const markNotificationsRead = defineOperation({
   async run(ctx, input) {
     const actor = ctx.actor;
     if (actor.kind !== 'user') return { marked: 0 };
-    return write(ctx.services, async ({ stores, now }) => ({
+    return write(ctx, async ({ stores, now }) => ({
       marked: await stores.notifications.markRead(actor.userId, input.ids, now),
     }));
   },

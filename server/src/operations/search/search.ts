@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { LIMITS } from '../../domain/limits.js';
+import { isAppError } from '../../domain/errors.js';
 import type { ChannelRow, TaskRow } from '../../storage/schema.js';
 import { SearchBudget, type MessageCandidate, type MessageQuery } from '../../storage/stores/search.js';
 import type { UserWithDepartment } from '../../storage/stores/users.js';
@@ -119,12 +120,15 @@ export const search = defineOperation({
     // The categories are read at once (each read on a reader of its own when one is free), all within
     // one time budget.
     const { search: index } = ctx.services.storage;
-    const budget = new SearchBudget(ctx.services.config.search.timeoutMs);
+    const budget = new SearchBudget(ctx.services.config.search.timeoutMs, ctx.services.clock);
     const [messages, users, tasks] = await Promise.all([
       needMessages ? searchMessages(ctx, q, reach, input, budget) : undefined,
       want('users') && q.clauses.length ? index.users(actor.orgId, q.clauses, SMALL_CANDIDATES, budget) : [],
       want('tasks') ? index.tasks(reach.topicIds, q.clauses, SMALL_CANDIDATES, budget) : [],
-    ]);
+    ]).catch((err: unknown) => {
+      if (isAppError(err) && err.code === 'search_timeout') ctx.services.metrics.searchTimedOut();
+      throw err;
+    });
     if (messages) out.messages = messages;
     if (want('users')) out.users = best(users, USER_FIELDS, q, input, (u) => u.created_at).map(userView);
     if (want('tasks')) out.tasks = best(tasks, TASK_FIELDS, q, input, (t) => t.updated_at).map(taskView);

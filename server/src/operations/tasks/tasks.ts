@@ -134,7 +134,7 @@ export const updateTask = defineOperation({
   actors: ['user', 'bot'],
   scope: 'tasks:write',
   async run(ctx, input) {
-    return write(ctx.services, async (tx) => {
+    return write(ctx, async (tx) => {
       const { task } = await loadTask(tx.stores, ctx.actor, input.task_id);
       if (input.assignee_id) await checkAssignee(tx.stores, task.org_id, input.assignee_id);
       const patch: Partial<TaskRow> = {};

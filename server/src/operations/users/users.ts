@@ -1,10 +1,10 @@
 import { z } from 'zod';
-import { AppError, conflict, notFound } from '../../domain/errors.js';
+import { AppError, conflict, invalid, notFound } from '../../domain/errors.js';
 import { newId } from '../../domain/ids.js';
 import { LIMITS } from '../../domain/limits.js';
 import type { Role } from '../../domain/roles.js';
 import { USER_STATUSES } from '../../domain/roles.js';
-import { hashPassword } from '../../domain/secrets.js';
+import { hashPassword, verifyPassword } from '../../domain/secrets.js';
 import { isUniqueViolation } from '../../storage/database.js';
 import type { UserWithDepartment } from '../../storage/stores/users.js';
 import type { Actor, OpContext } from '../context.js';
@@ -54,9 +54,21 @@ export const createUser = defineOperation({
     if (orgId !== actor.orgId && !isSystemAdmin(actor)) throw notFound('Organization');
     const org = await services.storage.stores.orgs.get(orgId);
     if (!org) throw notFound('Organization');
+    // Everything that can refuse the call is checked before the password is hashed (scrypt costs
+    // ~16 MiB and tens of ms of the thread pool): a caller who may not create this user costs nothing.
+    // The department as it is now (a name that does not exist yet would be a new one, no dept_admin's);
+    // the transaction checks again with the department it settles on.
+    const existingDepartment = input.department
+      ? ((await services.storage.stores.orgs.getDepartmentByName(orgId, input.department))?.id ?? null)
+      : actor.kind === 'user' && actor.role === 'dept_admin'
+        ? actor.departmentId
+        : null;
+    assertMayManage(actor, orgId, input.role, existingDepartment);
+    if (await services.storage.stores.users.getByEmail(input.email))
+      throw conflict(`A user with the email ${input.email} already exists`);
     const password_hash = await hashPassword(input.password);
     try {
-      return await write(services, async ({ stores, now }) => {
+      return await write(ctx, async ({ stores, now }) => {
         let departmentId: string | null = null;
         if (input.department)
           departmentId = (await stores.orgs.findOrCreateDepartment(orgId, input.department)).id;
@@ -147,6 +159,13 @@ export const updateUser = defineOperation({
     user_id: uuid('user'),
     display_name: name.optional(),
     password: password.optional(),
+    current_password: z
+      .string()
+      .max(1024)
+      .optional()
+      .describe(
+        'Required to change your own password: the one you have now (not for an admin resetting another user)',
+      ),
     role: role.optional(),
     department: department.nullable().optional(),
     status: z.enum(USER_STATUSES).optional(),
@@ -165,12 +184,24 @@ export const updateUser = defineOperation({
       if (target.role === 'system_admin' && !isSystemAdmin(actor))
         throw new AppError('forbidden', 'Only a system_admin changes a system_admin');
     }
+    // One's own password is changed with the current one (a stolen session alone cannot take the
+    // account over); an administrator resetting someone else's does not know theirs.
+    if (self && input.password !== undefined) {
+      if (input.current_password === undefined)
+        throw invalid('current_password', 'is required to change your own password');
+      if (!(await verifyPassword(input.current_password, target.password_hash)))
+        throw new AppError('forbidden', 'The current password is not correct');
+    }
     const password_hash = input.password ? await hashPassword(input.password) : undefined;
-    return write(services, async ({ stores, now }) => {
+    return write(ctx, async ({ stores, now }) => {
       let department_id: string | null | undefined;
       if (input.department === null) department_id = null;
       else if (input.department)
         department_id = (await stores.orgs.findOrCreateDepartment(target.org_id, input.department)).id;
+      // The department the user moves to must be the caller's to manage too (a dept_admin would otherwise
+      // move its users anywhere, creating departments by name); a refusal rolls the creation back.
+      if (department_id !== undefined)
+        assertMayManage(actor, target.org_id, input.role ?? (target.role as Role), department_id);
       await stores.users.update(
         target.id,
         {

@@ -81,15 +81,30 @@ const WebhookStatusView = z.object({
   paused_at: ts.nullable(),
   paused_reason: z.string().nullable(),
   consecutive_failures: z.number().int(),
+  held_until: ts
+    .nullable()
+    .describe('Nothing is sent before this time: the receiver’s Retry-After, or the pace of max_per_minute'),
+  held_reason: z.string().nullable(),
+  max_per_minute: z
+    .number()
+    .int()
+    .nullable()
+    .describe('The most deliveries a minute the owner allows to this endpoint (null: no limit)'),
 });
-const statusView = (bot: BotRow, h: WebhookHealthRow | undefined) => ({
-  bot_id: bot.id,
-  webhook_url: bot.webhook_url,
-  paused: Boolean(h?.paused_at),
-  paused_at: h?.paused_at ?? null,
-  paused_reason: h?.paused_reason ?? null,
-  consecutive_failures: h?.consecutive_failures ?? 0,
-});
+const statusView = (bot: BotRow, h: WebhookHealthRow | undefined, now: string) => {
+  const held = h?.hold_until != null && h.hold_until > now;
+  return {
+    bot_id: bot.id,
+    webhook_url: bot.webhook_url,
+    paused: Boolean(h?.paused_at),
+    paused_at: h?.paused_at ?? null,
+    paused_reason: h?.paused_reason ?? null,
+    consecutive_failures: h?.consecutive_failures ?? 0,
+    held_until: held ? h.hold_until! : null,
+    held_reason: held ? (h.hold_reason ?? null) : null,
+    max_per_minute: h?.max_per_minute ?? null,
+  };
+};
 
 async function withAttempts(stores: Stores, rows: Selectable<DeliveryRow>[]): Promise<DeliveryView[]> {
   const attempts = await stores.deliveries.attemptsOf(rows.map((r) => r.id));
@@ -146,7 +161,7 @@ export const redeliver = defineOperation({
   output: DeliveryView,
   actors: ['user'],
   async run(ctx, input) {
-    return write(ctx.services, async ({ stores, now }) => {
+    return write(ctx, async ({ stores, now }) => {
       const bot = await loadManagedBot(stores, ctx.actor, input.bot_id);
       const d = await loadDelivery(stores, bot, input.delivery_id);
       if (d.state === 'pending') throw conflict('This delivery is still pending; it will be attempted');
@@ -168,7 +183,7 @@ export const sendTestEvent = defineOperation({
   output: DeliveryView,
   actors: ['user'],
   async run(ctx, input) {
-    return write(ctx.services, async ({ stores, now }) => {
+    return write(ctx, async ({ stores, now }) => {
       const bot = await loadManagedBot(stores, ctx.actor, input.bot_id);
       if (!bot.webhook_url)
         throw invalid('webhook_url', 'The bot has no webhook URL to send a test event to');
@@ -211,7 +226,7 @@ export const getWebhookStatus = defineOperation({
   async run(ctx, input) {
     const stores = ctx.services.storage.stores;
     const bot = await loadManagedBot(stores, ctx.actor, input.bot_id);
-    return statusView(bot, await stores.deliveries.getHealth(bot.id));
+    return statusView(bot, await stores.deliveries.getHealth(bot.id), ctx.services.clock.nowIso());
   },
 });
 
@@ -225,7 +240,7 @@ const setPaused = (paused: boolean) =>
     output: WebhookStatusView,
     actors: ['user'],
     async run(ctx, input) {
-      return write(ctx.services, async ({ stores, now }) => {
+      return write(ctx, async ({ stores, now }) => {
         const bot = await loadManagedBot(stores, ctx.actor, input.bot_id);
         const h = await stores.deliveries.getHealth(bot.id);
         const row: WebhookHealthRow = {
@@ -236,11 +251,42 @@ const setPaused = (paused: boolean) =>
           updated_at: now,
         };
         await stores.deliveries.putHealth(row);
-        return statusView(bot, row);
+        // Resuming also ends a receiver's Retry-After hold: the manager decides it is ready.
+        if (!paused) await stores.deliveries.clearHold(bot.id, now);
+        const after = paused ? { ...h, ...row } : { ...h, ...row, hold_until: null, hold_reason: null };
+        return statusView(bot, after, now);
       });
     },
   });
 export const pauseWebhook = setPaused(true);
+
+export const setWebhookRateLimit = defineOperation({
+  name: 'webhooks.rate_limit.set',
+  summary:
+    'Set the most deliveries a minute the webhook of a bot you manage receives (null: no limit); deliveries are spaced 60 s / max apart, durably',
+  input: z.strictObject({
+    bot_id: uuid('bot'),
+    max_per_minute: z
+      .number()
+      .int('must be a whole number')
+      .min(1)
+      .max(60_000)
+      .nullable()
+      .describe('Deliveries a minute, 1 to 60000; null removes the limit'),
+  }),
+  output: WebhookStatusView,
+  actors: ['user'],
+  async run(ctx, input) {
+    return write(ctx, async ({ stores, now }) => {
+      const bot = await loadManagedBot(stores, ctx.actor, input.bot_id);
+      await stores.deliveries.setMaxPerMinute(bot.id, input.max_per_minute, now);
+      // A pace's hold of the old limit ends: the new one spaces the next deliveries.
+      const h = await stores.deliveries.getHealth(bot.id);
+      if (h?.hold_reason?.startsWith('max_per_minute')) await stores.deliveries.clearHold(bot.id, now);
+      return statusView(bot, await stores.deliveries.getHealth(bot.id), now);
+    });
+  },
+});
 export const resumeWebhook = setPaused(false);
 
 const CatchUpEvent = z.object({

@@ -28,7 +28,7 @@ export const createIncomingToken = defineOperation({
   actors: ['user'],
   async run(ctx, input) {
     const { actor } = ctx;
-    return write(ctx.services, async ({ stores, now }) => {
+    return write(ctx, async ({ stores, now }) => {
       const bot = await loadManagedBot(stores, actor, input.bot_id);
       assertNotBuiltin(bot, 'incoming-webhook token');
       const token = generateIncomingToken();
@@ -65,7 +65,7 @@ export const revokeIncomingToken = defineOperation({
   output: z.object({ bot_id: z.string(), revoked: z.literal(true) }),
   actors: ['user'],
   async run(ctx, input) {
-    return write(ctx.services, async ({ stores }) => {
+    return write(ctx, async ({ stores }) => {
       const bot = await loadManagedBot(stores, ctx.actor, input.bot_id);
       if (!(await stores.incomingTokens.delete(bot.id))) throw notFound('Incoming token');
       return { bot_id: bot.id, revoked: true as const };

@@ -1,6 +1,6 @@
 import { timingSafeEqual } from 'node:crypto';
 import { z } from 'zod';
-import { hmacHex, standardWebhooksSignature } from '../../delivery/sign.js';
+import { hmacHex, standardWebhooksSignature } from '../../outbound/sign.js';
 import { AppError, notFound } from '../../domain/errors.js';
 import type { BotType } from '../../domain/roles.js';
 import { hashSecret } from '../../domain/secrets.js';
@@ -122,7 +122,7 @@ async function bySignature(services: Services, r: IncomingRequest): Promise<Inco
     throw unauthenticated('A signed request needs the webhook-timestamp header (Unix seconds)');
   }
   if (!/^\d{1,12}$/.test(ts)) throw unauthenticated('webhook-timestamp must be Unix seconds');
-  if (Math.abs(Date.now() / 1000 - Number(ts)) > SIGNATURE_TOLERANCE_SECONDS) {
+  if (Math.abs(services.clock.now() / 1000 - Number(ts)) > SIGNATURE_TOLERANCE_SECONDS) {
     throw unauthenticated(
       `webhook-timestamp is more than ${SIGNATURE_TOLERANCE_SECONDS} seconds from the server's clock`,
     );

@@ -145,7 +145,11 @@ export class ContainerStore {
     viewer: MemberRef,
     opts: { onlyMemberOf: boolean; query?: string; limit?: number },
   ): Promise<ChannelRow[]> {
-    let q = this.db.selectFrom('channels').selectAll('channels').where('channels.org_id', '=', orgId);
+    let q = this.db
+      .selectFrom('channels')
+      .selectAll('channels')
+      .where('channels.org_id', '=', orgId)
+      .where('channels.archived_at', 'is', null);
     const memberOf = this.db
       .selectFrom('channel_members')
       .select('channel_id')
@@ -177,7 +181,11 @@ export class ContainerStore {
     viewer: MemberRef,
     opts: { all: boolean; query?: string; limit?: number },
   ): Promise<ProjectRow[]> {
-    let q = this.db.selectFrom('projects').selectAll().where('org_id', '=', orgId);
+    let q = this.db
+      .selectFrom('projects')
+      .selectAll()
+      .where('org_id', '=', orgId)
+      .where('archived_at', 'is', null);
     if (!opts.all) {
       q = q.where(
         'id',
@@ -194,6 +202,42 @@ export class ContainerStore {
       .orderBy('name')
       .limit(opts.limit ?? 1000)
       .execute();
+  }
+
+  async updateProject(
+    id: string,
+    patch: Partial<Pick<ProjectRow, 'name' | 'description'>>,
+    now: string,
+  ): Promise<void> {
+    await this.db
+      .updateTable('projects')
+      .set({ ...patch, updated_at: now })
+      .where('id', '=', id)
+      .execute();
+  }
+
+  async updateTopic(id: string, patch: Partial<Pick<TopicRow, 'name'>>, now: string): Promise<void> {
+    await this.db
+      .updateTable('topics')
+      .set({ ...patch, updated_at: now })
+      .where('id', '=', id)
+      .execute();
+  }
+
+  /** Archives (or, with null, restores) a channel, project or topic; false when nothing changed. */
+  async setArchived(
+    table: 'channels' | 'projects' | 'topics',
+    id: string,
+    archivedAt: string | null,
+    now: string,
+  ): Promise<boolean> {
+    const res = await this.db
+      .updateTable(table)
+      .set({ archived_at: archivedAt, updated_at: now })
+      .where('id', '=', id)
+      .where('archived_at', archivedAt === null ? 'is not' : 'is', null)
+      .executeTakeFirst();
+    return Number(res.numUpdatedRows) > 0;
   }
 
   async createTopic(row: TopicRow): Promise<void> {
@@ -219,7 +263,11 @@ export class ContainerStore {
 
   listTopics(projectIds: string[], opts: { query?: string; limit?: number } = {}): Promise<TopicRow[]> {
     if (projectIds.length === 0) return Promise.resolve([]);
-    let q = this.db.selectFrom('topics').selectAll().where('project_id', 'in', projectIds);
+    let q = this.db
+      .selectFrom('topics')
+      .selectAll()
+      .where('project_id', 'in', projectIds)
+      .where('archived_at', 'is', null);
     if (opts.query) q = q.where(containsInsensitive('name', opts.query));
     return q
       .orderBy('project_id')

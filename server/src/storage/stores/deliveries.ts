@@ -158,6 +158,7 @@ async function raw<R>(db: Executor, text: string, parameters: unknown[]): Promis
 /** A due delivery as a claim first sees it. */
 export interface DueDelivery {
   id: string;
+  org_id: string;
   bot_id: string;
   attempts: number;
   next_attempt_at: string;
@@ -218,6 +219,12 @@ export interface DeliveryTarget {
   secret_encrypted: string | null;
   /** Set for a built-in bot: delivered in process (delivery/in-process.ts), not over HTTP. */
   builtin: string | null;
+  /** The bot's ed25519 key, encrypted, when it has one (its deliveries also carry `v1a`). */
+  signing_key_encrypted?: string | null;
+  /** Nothing is sent before this time (a receiver's Retry-After, or the pace of max_per_minute). */
+  hold_until?: string | null;
+  /** The most deliveries a minute its owner allows (null: no limit): one per claim, spaced. */
+  max_per_minute?: number | null;
 }
 
 export type DeliveryState = DeliveryRow['state'];
@@ -384,18 +391,28 @@ export class DeliveryStore {
   }
 
   /**
-   * Due deliveries, earliest first, at most `limit`: none of a paused bot or of `busyBots`. Inside a
+   * Due deliveries, earliest first, at most `limit`: none of a paused bot, of `busyBots` or of
+   * `busyOrgs` (organizations at their share of the worker's slots, delivery/slots.ts). Inside a
    * transaction on PostgreSQL the rows are locked and rows another worker is claiming are skipped
    * (FOR UPDATE SKIP LOCKED), so several instances share the work. The worker picks among them and
    * leases the ones it takes (`lease`).
    */
-  async due(a: { now: string; limit: number; busyBots: string[] }): Promise<DueDelivery[]> {
+  async due(a: {
+    now: string;
+    limit: number;
+    busyBots: string[];
+    busyOrgs?: string[];
+  }): Promise<DueDelivery[]> {
     const busy = a.busyBots.length > 0 ? sql`and d.bot_id not in (${sql.join(a.busyBots)})` : sql``;
+    const busyOrgs =
+      a.busyOrgs && a.busyOrgs.length > 0 ? sql`and d.org_id not in (${sql.join(a.busyOrgs)})` : sql``;
     const lock = isPostgres(this.db) ? sql`for update of d skip locked` : sql``;
     const res = await sql<DueDelivery>`
-      select d.id, d.bot_id, d.attempts, d.next_attempt_at, d.event_position from webhook_deliveries d
-      where d.state = 'pending' and d.next_attempt_at <= ${a.now} ${busy}
-        and not exists (select 1 from webhook_health h where h.bot_id = d.bot_id and h.paused_at is not null)
+      select d.id, d.org_id, d.bot_id, d.attempts, d.next_attempt_at, d.event_position
+      from webhook_deliveries d
+      where d.state = 'pending' and d.next_attempt_at <= ${a.now} ${busy} ${busyOrgs}
+        and not exists (select 1 from webhook_health h where h.bot_id = d.bot_id
+          and (h.paused_at is not null or h.hold_until > ${a.now}))
       order by d.next_attempt_at limit ${a.limit} ${lock}`.execute(this.db);
     return res.rows;
   }
@@ -431,6 +448,7 @@ export class DeliveryStore {
       .selectFrom('bots as b')
       .leftJoin('bot_webhook_secrets as s', 's.bot_id', 'b.id')
       .leftJoin('webhook_health as h', 'h.bot_id', 'b.id')
+      .leftJoin('bot_signing_keys as k', 'k.bot_id', 'b.id')
       .select([
         'b.id as bot_id',
         'b.org_id',
@@ -442,10 +460,23 @@ export class DeliveryStore {
         'b.builtin',
         's.secret_encrypted',
         'h.paused_at',
+        'h.hold_until',
+        'h.max_per_minute',
+        'k.private_key_encrypted as signing_key_encrypted',
       ])
       .where('b.id', 'in', botIds)
       .execute();
-    return new Map(rows.map(({ paused_at, ...r }) => [r.bot_id, { ...r, paused: paused_at !== null }]));
+    return new Map(
+      rows.map(({ paused_at, hold_until, max_per_minute, ...r }) => [
+        r.bot_id,
+        {
+          ...r,
+          paused: paused_at !== null,
+          hold_until: hold_until ?? null,
+          max_per_minute: max_per_minute ?? null,
+        },
+      ]),
+    );
   }
 
   async recordAttempt(r: AttemptRow): Promise<void> {
@@ -606,6 +637,58 @@ export class DeliveryStore {
           updated_at: row.updated_at,
         }),
       )
+      .execute();
+  }
+
+  /**
+   * Holds the bot's endpoint until `until` (nothing is claimed for it before), unless it is held
+   * longer already: the later of the two holds stands, with its reason.
+   */
+  async hold(botId: string, until: string, reason: string, now: string): Promise<void> {
+    await this.db
+      .insertInto('webhook_health')
+      .values({
+        bot_id: botId,
+        consecutive_failures: 0,
+        paused_at: null,
+        paused_reason: null,
+        hold_until: until,
+        hold_reason: reason,
+        updated_at: now,
+      })
+      .onConflict((oc) =>
+        oc
+          .column('bot_id')
+          .doUpdateSet({ hold_until: until, hold_reason: reason, updated_at: now })
+          .where((eb) =>
+            eb.or([eb('webhook_health.hold_until', 'is', null), eb('webhook_health.hold_until', '<', until)]),
+          ),
+      )
+      .execute();
+  }
+
+  /** Sets what the owner allows (deliveries a minute; null: no limit), and clears the pace's hold. */
+  async setMaxPerMinute(botId: string, max: number | null, now: string): Promise<void> {
+    await this.db
+      .insertInto('webhook_health')
+      .values({
+        bot_id: botId,
+        consecutive_failures: 0,
+        paused_at: null,
+        paused_reason: null,
+        max_per_minute: max,
+        updated_at: now,
+      })
+      .onConflict((oc) => oc.column('bot_id').doUpdateSet({ max_per_minute: max, updated_at: now }))
+      .execute();
+  }
+
+  /** Ends a hold (a manager resumed the webhook). */
+  async clearHold(botId: string, now: string): Promise<void> {
+    await this.db
+      .updateTable('webhook_health')
+      .set({ hold_until: null, hold_reason: null, updated_at: now })
+      .where('bot_id', '=', botId)
       .execute();
   }
 

@@ -1,4 +1,4 @@
-import type { EventRow } from '../schema.js';
+import type { EventDeadLetterRow, EventRow } from '../schema.js';
 import type { Executor } from './executor.js';
 import { sql, type Selectable } from 'kysely';
 import { prepared } from './prepared.js';
@@ -33,5 +33,37 @@ export class EventStore {
     let q = this.db.selectFrom('events').selectAll().where('seq', '>', seq);
     if (orgId) q = q.where('org_id', '=', orgId);
     return q.orderBy('seq').limit(limit).execute();
+  }
+
+  /**
+   * Records outbox events that failed their schema on read (dead letters, migration 0010). Several
+   * readers (consumers, instances) may find the same row: the first record stands.
+   */
+  async deadLetter(rows: EventDeadLetterRow[]): Promise<void> {
+    if (rows.length === 0) return;
+    await this.db
+      .insertInto('event_dead_letters')
+      .values(rows)
+      .onConflict((oc) => oc.column('event_id').doNothing())
+      .execute();
+  }
+
+  async countDeadLetters(): Promise<number> {
+    const r = await this.db
+      .selectFrom('event_dead_letters')
+      .select((eb) => eb.fn.countAll<number>().as('n'))
+      .executeTakeFirst();
+    return Number(r?.n ?? 0);
+  }
+
+  /** Dead letters, oldest position first. */
+  async listDeadLetters(limit = 100): Promise<EventDeadLetterRow[]> {
+    const rows = await this.db
+      .selectFrom('event_dead_letters')
+      .selectAll()
+      .orderBy('position')
+      .limit(limit)
+      .execute();
+    return rows.map((r) => ({ ...r, position: Number(r.position) }));
   }
 }

@@ -10,11 +10,15 @@ import { EventStore } from './events.js';
 import { FileStore } from './files.js';
 import { IdempotencyStore } from './idempotency.js';
 import { IncomingTokenStore } from './incoming-tokens.js';
+import { IncomingWebhookStore } from './incoming-webhooks.js';
 import { MessageStore } from './messages.js';
 import { NotificationStore } from './notifications.js';
 import { OrganizationStore } from './organizations.js';
+import { QuotaStore } from './quotas.js';
 import { ScheduledJobStore } from './scheduled-jobs.js';
+import { SigningKeyStore } from './signing-keys.js';
 import { ReadMarkerStore } from './read-markers.js';
+import { ReactionStore } from './reactions.js';
 import { TaskStore } from './tasks.js';
 import { ToolCallStore } from './tool-calls.js';
 import { UserStore } from './users.js';
@@ -38,14 +42,21 @@ export class Stores {
   #directory?: DirectoryStore;
   #idempotency?: IdempotencyStore;
   #incomingTokens?: IncomingTokenStore;
+  #incomingWebhooks?: IncomingWebhookStore;
+  #signingKeys?: SigningKeyStore;
   #deliveries?: DeliveryStore;
   #notifications?: NotificationStore;
   #scheduledJobs?: ScheduledJobStore;
   #botData?: BotDataStore;
   #readMarkers?: ReadMarkerStore;
+  #quotas?: QuotaStore;
+  #reactions?: ReactionStore;
 
   constructor(readonly db: Executor) {}
 
+  get reactions(): ReactionStore {
+    return (this.#reactions ??= new ReactionStore(this.db));
+  }
   get orgs(): OrganizationStore {
     return (this.#orgs ??= new OrganizationStore(this.db));
   }
@@ -88,6 +99,12 @@ export class Stores {
   get incomingTokens(): IncomingTokenStore {
     return (this.#incomingTokens ??= new IncomingTokenStore(this.db));
   }
+  get incomingWebhooks(): IncomingWebhookStore {
+    return (this.#incomingWebhooks ??= new IncomingWebhookStore(this.db));
+  }
+  get signingKeys(): SigningKeyStore {
+    return (this.#signingKeys ??= new SigningKeyStore(this.db));
+  }
   get deliveries(): DeliveryStore {
     return (this.#deliveries ??= new DeliveryStore(this.db));
   }
@@ -102,5 +119,8 @@ export class Stores {
   }
   get readMarkers(): ReadMarkerStore {
     return (this.#readMarkers ??= new ReadMarkerStore(this.db));
+  }
+  get quotas(): QuotaStore {
+    return (this.#quotas ??= new QuotaStore(this.db));
   }
 }

@@ -1,5 +1,6 @@
 import { sql, type CompiledQuery, type RawBuilder } from 'kysely';
 import { AppError } from '../../domain/errors.js';
+import { systemClock, type Clock } from '../../runtime/clock.js';
 import type { DatabaseHandle } from '../database.js';
 import type { MessageRow, TaskRow } from '../schema.js';
 import { ReadTimeout } from '../sqlite-readers.js';
@@ -228,19 +229,23 @@ function newestMatches(
 }
 
 /**
- * The time a search may spend reading the index (WORKROOM_SEARCH_TIMEOUT), counted from its start:
- * its reads (messages, users, tasks) share it.
+ * The time a search may spend reading the index (WORKROOM_SEARCH_TIMEOUT), counted from its start by
+ * the server's clock (`Services.clock`, runtime/clock.ts): its reads (messages, users, tasks) share
+ * it. A read in flight is also cut by its reader's own timer after what was left at its start.
  */
 export class SearchBudget {
   readonly #deadline: number;
 
-  constructor(readonly ms: number) {
-    this.#deadline = performance.now() + ms;
+  constructor(
+    readonly ms: number,
+    private readonly clock: Clock = systemClock,
+  ) {
+    this.#deadline = clock.now() + ms;
   }
 
   /** Milliseconds left (at least 1 while any is left; 0 when spent). */
   left(): number {
-    const left = this.#deadline - performance.now();
+    const left = this.#deadline - this.clock.now();
     return left <= 0 ? 0 : Math.max(1, Math.round(left));
   }
 }

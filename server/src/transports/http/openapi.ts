@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { EVENT_CATALOGUE, INTERNAL_EVENT_TYPES } from '../../domain/events.js';
-import { HTTP_STATUS } from './errors.js';
-import { camelToSnake } from './io.js';
+import { HTTP_STATUS } from '../kit/errors.js';
+import { camelToSnake } from '../kit/io.js';
 import { isOpRoute, type Route } from './types.js';
 
 type JsonSchema = {

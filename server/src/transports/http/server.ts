@@ -6,9 +6,17 @@ import { authenticate, bearerCredential } from '../../operations/auth/authentica
 import type { Actor, Services } from '../../operations/context.js';
 import { withIdempotency } from '../../operations/idempotency.js';
 import { runOperation } from '../../operations/operation.js';
-import { HTTP_STATUS } from './errors.js';
-import { camelToSnake, queryObject, readJsonObject, sendJson } from './io.js';
-import { enforceRateLimit } from './rate-limit.js';
+import { HTTP_STATUS } from '../kit/errors.js';
+import { UnauthenticatedBodies } from '../kit/body-budget.js';
+import {
+  camelToSnake,
+  clientAddress,
+  ClientGoneError,
+  queryObject,
+  readJsonObject,
+  sendJson,
+} from '../kit/io.js';
+import { enforceRateLimit } from '../kit/rate-limit.js';
 import { Router } from './router.js';
 import { isWebPath, serveStatic } from './static.js';
 import { isOpRoute, type OpRoute, type RequestContext, type Route } from './types.js';
@@ -18,13 +26,20 @@ const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH']);
 
 /** Answers an error in the shape of decisions.md: `{ "error": { "code", "message" } }`. */
 export function sendError(rc: Pick<RequestContext, 'res' | 'log' | 'requestId'>, err: unknown): void {
+  if (err instanceof ClientGoneError) {
+    // Routine (a client gave up, a connection dropped): not an error of ours, and nobody to answer.
+    rc.log.debug(err.message);
+    rc.res.destroy();
+    return;
+  }
   const e = isAppError(err) ? err : new AppError('internal', 'Internal server error');
   const status = HTTP_STATUS[e.code];
   if (!isAppError(err)) rc.log.error({ err }, 'unhandled error');
   const headers: Record<string, string | number> = {};
   if (e.code === 'unauthenticated') headers['www-authenticate'] = 'Bearer';
   // The rest of a body that was refused is not read: the connection cannot carry another request.
-  if (e.code === 'request_timeout' || e.code === 'payload_too_large') headers.connection = 'close';
+  if (e.code === 'request_timeout' || e.code === 'payload_too_large' || !rc.res.req.complete)
+    headers.connection = 'close';
   if (e.details.retryAfterSeconds !== undefined)
     headers['retry-after'] = Math.ceil(e.details.retryAfterSeconds);
   const body: Record<string, unknown> = { code: e.code, message: e.message };
@@ -44,7 +59,7 @@ export async function authenticateRequest(
   rateCost = 1,
 ): Promise<Actor> {
   const actor = await authenticate(rc.services, bearerCredential(rc.req.headers.authorization));
-  enforceRateLimit(rc.services, actor, rc.res, rateCost);
+  await enforceRateLimit(rc.services, actor, rc.res, rateCost);
   if (need === 'user' && actor.kind !== 'user') {
     throw new AppError('forbidden', 'This endpoint takes a user token, not a bot API key');
   }
@@ -88,6 +103,15 @@ export interface HttpHandler {
 export function createHttpHandler(services: Services, routes: Route[]): HttpHandler {
   const router = new Router<Route>();
   for (const r of routes) router.add(r.method, r.path, r);
+  const { http } = services.config;
+  const strangers = new UnauthenticatedBodies(
+    {
+      totalBytes: http.unauthenticatedBodyBytes,
+      perAddressBytes: http.unauthenticatedBodyBytesPerAddress,
+    },
+    () => services.metrics.rejected('unauthenticated_body'),
+  );
+  const { metrics } = services;
 
   return (req, res) => {
     // Nothing that happens to this request may escape as an exception: a client that resets its
@@ -113,6 +137,19 @@ export function createHttpHandler(services: Services, routes: Route[]): HttpHand
     res.setHeader('x-request-id', requestId);
     res.setHeader('x-content-type-options', 'nosniff');
     const url = parseRequestTarget(req.url);
+    // Metrics (docs/METRICS.md): by the route's template, never the raw path, so series stay bounded.
+    let route: string = url === null ? '(invalid)' : '(unmatched)';
+    if (metrics.on) {
+      const t0 = performance.now();
+      res.once('close', () =>
+        metrics.httpRequest(
+          req.method ?? '',
+          route,
+          res.headersSent ? res.statusCode : 0,
+          (performance.now() - t0) / 1000,
+        ),
+      );
+    }
     let log: Logger | undefined; // the per-request child logger is made only when something logs
     const rc: RequestContext = {
       req,
@@ -146,7 +183,10 @@ export function createHttpHandler(services: Services, routes: Route[]): HttpHand
     }
 
     // The web app answers every path outside /api/ (static.ts).
-    if (isWebPath(url.pathname)) return serveStatic(req, res);
+    if (isWebPath(url.pathname)) {
+      route = '(web)';
+      return serveStatic(req, res, services.config.imageHosts);
+    }
 
     const m = router.match(req.method ?? 'GET', url.pathname);
     if (m === null) {
@@ -168,12 +208,19 @@ export function createHttpHandler(services: Services, routes: Route[]): HttpHand
       }
     }
     rc.params = m.params;
-    const route = m.handler;
-    const work = isOpRoute(route)
-      ? runOpRoute(rc, route)
+    const target = m.handler;
+    route = target.path;
+    if (!isOpRoute(target) && target.auth === 'none' && BODY_METHODS.has(target.method)) {
+      // A body read before the caller is known counts against the strangers' budget until the answer.
+      const reservation = strangers.reserve(clientAddress(req, http.trustProxy));
+      rc.unauthenticatedBody = reservation;
+      res.once('close', reservation.release);
+    }
+    const work = isOpRoute(target)
+      ? runOpRoute(rc, target)
       : (async () => {
-          if (route.auth !== 'none') await authenticateRequest(rc, route.auth);
-          await route.handle(rc);
+          if (target.auth !== 'none') await authenticateRequest(rc, target.auth);
+          await target.handle(rc);
         })();
     work.catch((err: unknown) => sendError(rc, err));
   }

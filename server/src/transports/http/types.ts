@@ -1,20 +1,8 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Logger } from 'pino';
-import type { Actor, Services } from '../../operations/context.js';
 import type { Operation } from '../../operations/operation.js';
+import type { RequestContext } from '../kit/request-context.js';
 import type { Method } from './router.js';
 
-export interface RequestContext {
-  req: IncomingMessage;
-  res: ServerResponse;
-  url: URL;
-  params: Record<string, string>;
-  requestId: string;
-  services: Services;
-  log: Logger;
-  /** Set once the route's authentication passed. */
-  actor?: Actor;
-}
+export type { RequestContext };
 
 /** A REST route that is a thin adapter over one operation. */
 export interface OpRoute {

@@ -3,7 +3,7 @@ import busboy from 'busboy';
 import { AppError } from '../../domain/errors.js';
 import { getFileForDownload, uploadFile, type FileView } from '../../operations/files/files.js';
 import { runOperation } from '../../operations/operation.js';
-import { sendJson } from './io.js';
+import { sendJson } from '../kit/io.js';
 import type { RequestContext } from './types.js';
 
 /** Answers, then closes the connection instead of reading the rest of the request. */
@@ -70,6 +70,16 @@ export async function handleUpload(rc: RequestContext, channelId: string): Promi
       if (received > cap) reject(tooLarge());
     });
     bb.on('close', resolve);
+    // A client that goes away mid-body: the part never ends, so the writer is stopped here (it removes
+    // what it wrote) instead of waiting for bytes that will not come.
+    rc.req.on('close', () => {
+      if (rc.req.complete) return;
+      const gone = new AppError('invalid_input', 'file: the client closed the connection mid-upload', {
+        field: 'file',
+      });
+      part?.destroy(gone);
+      reject(gone);
+    });
     bb.on('error', (err: Error) =>
       reject(
         new AppError('invalid_input', `file: malformed multipart body (${err.message})`, { field: 'file' }),

@@ -34,9 +34,15 @@ function actionsLine(m: MessageView): string {
   return `\n  actions: ${m.actions.map(one).join(' | ')}`;
 }
 
-export function messageBlock(m: MessageView): string {
+/** "reactions: 👍 2, 🎉 1" for a listed message with reactions (read_messages). */
+function reactionsLine(m: MessageView & { reactions?: { emoji: string; count: number }[] }): string {
+  if (!m.reactions || m.reactions.length === 0) return '';
+  return `\n  reactions: ${m.reactions.map((r) => `${r.emoji} ${r.count}`).join(', ')}`;
+}
+
+export function messageBlock(m: MessageView & { reactions?: { emoji: string; count: number }[] }): string {
   const edited = m.edited_at ? ` (edited ${m.edited_at})` : '';
-  return `- message_id: ${m.id} | ${m.sender_type}_id: ${m.sender_id} | ${m.created_at}${edited}\n  ${m.content.replace(/\n/g, '\n  ')}${actionsLine(m)}`;
+  return `- message_id: ${m.id} | ${m.sender_type}_id: ${m.sender_id} | ${m.created_at}${edited}\n  ${m.content.replace(/\n/g, '\n  ')}${actionsLine(m)}${reactionsLine(m)}`;
 }
 
 export function messageList(where: string, items: MessageView[]): string {

@@ -15,11 +15,9 @@ import {
   type Params,
 } from './jsonrpc.js';
 import { listResources, readResource, RESOURCE_TEMPLATES_JSON } from './resources.js';
-import { TOOLS_BY_NAME, TOOLS_LIST_JSON } from './tools.js';
-
-/** MCP protocol versions this server speaks; the first is the one it prefers. */
-export const SUPPORTED_VERSIONS = ['2025-03-26', '2024-11-05'] as const;
-export const LATEST_VERSION = SUPPORTED_VERSIONS[0];
+import { discoverResult } from './modern.js';
+import { toolsListJson, TOOLS_BY_NAME } from './tools.js';
+import { hasStructuredOutput, isLegacyVersion, LATEST_LEGACY } from './versions.js';
 
 /** What a method handler needs: who calls, the services, and the session (when sessions are on). */
 export interface CallContext {
@@ -28,6 +26,13 @@ export interface CallContext {
   requestId: string;
   log: Logger;
   inBatch: boolean;
+  /**
+   * The protocol version governing this request: the session's negotiated one, the
+   * MCP-Protocol-Version header's without sessions, or the modern request's `_meta` one.
+   */
+  version: string;
+  /** A modern (2026-07-28, stateless) request: server/discover exists, initialize does not. */
+  modern?: boolean;
   /** The request's Idempotency-Key header (only for a single, non-batch message). */
   idempotencyKey?: string | undefined;
   /** Called by a successful initialize with the negotiated version (the transport opens a session). */
@@ -42,9 +47,26 @@ const INSTRUCTIONS =
   'list_tasks / create_task / update_task for tasks in a topic. Every result names the ids you need next. ' +
   'A tool refused for a missing API-key scope answers error -32003 naming the scope.';
 
-/** Negotiation: a version we speak is echoed; any other (newer or unknown) gets our latest. */
+/**
+ * server/discover (2026-07-28; versioning.mdx: "Servers MUST implement server/discover"): every
+ * version we serve, our capabilities (resources' list changes, delivered on subscriptions/listen;
+ * listen.ts), the server info and the instructions. The same for every caller.
+ */
+const DISCOVER_JSON = discoverResult(
+  { tools: { listChanged: false }, resources: { subscribe: false, listChanged: true } },
+  SERVER_INFO,
+  INSTRUCTIONS,
+);
+
+/**
+ * Negotiation at `initialize` (lifecycle, 2025-03-26 to 2025-11-25): "If the server supports the
+ * requested protocol version, it MUST respond with the same version. Otherwise, the server MUST
+ * respond with another protocol version it supports." A legacy version we speak is echoed; any other
+ * (unknown, or the modern 2026-07-28, which has no handshake) gets our latest legacy version, never an
+ * error.
+ */
 export function negotiate(requested: string): string {
-  return (SUPPORTED_VERSIONS as readonly string[]).includes(requested) ? requested : LATEST_VERSION;
+  return isLegacyVersion(requested) ? requested : LATEST_LEGACY;
 }
 
 const opContext = (cc: CallContext): OpContext => ({
@@ -65,11 +87,14 @@ export async function dispatch(method: string, params: Params | undefined, cc: C
     case 'tools/call':
       return callTool(params, cc);
     case 'tools/list':
-      return TOOLS_LIST_JSON;
+      return toolsListJson(hasStructuredOutput(cc.version));
     case 'ping':
       return '{}';
     case 'initialize':
       return initialize(params, cc);
+    case 'server/discover':
+      if (!cc.modern) throw new RpcError(METHOD_NOT_FOUND, `Method not found: ${method}`);
+      return DISCOVER_JSON;
     case 'resources/list':
       return JSON.stringify(await listResources(opContext(cc)));
     case 'resources/read':
@@ -133,9 +158,19 @@ function describeArgs(
   return { message: parts.join('; '), field };
 }
 
-const toolResult = (text: string, isError: boolean): string =>
+/**
+ * A tools/call result. From 2025-06-18 a successful one also carries `structuredContent` (the
+ * operation's result, which its `outputSchema` describes); server/tools: "For backwards
+ * compatibility, a tool that returns structured content SHOULD also return the serialized JSON in a
+ * TextContent block" — ours keeps its text for a model instead (docs/MCP.md, "Result format").
+ */
+const toolResult = (text: string, isError: boolean, structured?: unknown): string =>
   JSON.stringify(
-    isError ? { content: [{ type: 'text', text }], isError: true } : { content: [{ type: 'text', text }] },
+    isError
+      ? { content: [{ type: 'text', text }], isError: true }
+      : structured === undefined
+        ? { content: [{ type: 'text', text }] }
+        : { content: [{ type: 'text', text }], structuredContent: structured },
   );
 
 const AUDIT_CODE: Record<number, string> = {
@@ -203,7 +238,11 @@ async function callTool(params: Params | undefined, cc: CallContext): Promise<st
         body: await tool.op.run({ ...opContext(cc), idempotency }, parsed.data),
       }),
     );
-    return toolResult(tool.text(value, parsed.data as Record<string, unknown>), false);
+    return toolResult(
+      tool.text(value, parsed.data as Record<string, unknown>),
+      false,
+      hasStructuredOutput(cc.version) ? value : undefined,
+    );
   } catch (err) {
     if (err instanceof RpcError) {
       outcome = 'protocol_error';
@@ -225,12 +264,20 @@ async function callTool(params: Params | undefined, cc: CallContext): Promise<st
     cc.log.error({ err, tool: name }, 'MCP tool failed');
     throw new RpcError(INTERNAL_ERROR, 'Internal error');
   } finally {
+    const ms = performance.now() - started;
     cc.services.toolCalls.record(
       cc.actor,
       typeof name === 'string' ? name : '(missing)',
       outcome,
       errorCode,
-      performance.now() - started,
+      ms,
+    );
+    // By the tools table's names only (an unknown name is not a label value: series stay bounded).
+    cc.services.metrics.mcpToolCall(
+      typeof name === 'string' && TOOLS_BY_NAME.has(name) ? name : '(unknown)',
+      isLegacyVersion(cc.version) ? 'legacy' : 'modern',
+      outcome === 'ok' ? 'ok' : outcome === 'tool_error' ? 'is_error' : 'protocol_error',
+      ms / 1000,
     );
   }
 }

@@ -1,12 +1,20 @@
-import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
+import type { ServerResponse } from 'node:http';
 import type { Server } from 'node:net';
 import { isAppError } from '../../domain/errors.js';
 import { looksLikeBotKey } from '../../domain/secrets.js';
 import { authenticateBotKey, bearerCredential } from '../../operations/auth/authenticate.js';
 import type { BotActor, Services } from '../../operations/context.js';
-import { findNul, isJsonContentType, MAX_JSON_DEPTH, readBody, sendText, tooDeep } from '../http/io.js';
-import { enforceRateLimit, rateLimitHeaders, takeRateLimit } from '../http/rate-limit.js';
-import type { RequestContext } from '../http/types.js';
+import {
+  findNul,
+  headerValue,
+  isJsonContentType,
+  MAX_JSON_DEPTH,
+  readBody,
+  sendText,
+  tooDeep,
+} from '../kit/io.js';
+import { enforceRateLimit, rateLimitHeaders, takeRateLimit } from '../kit/rate-limit.js';
+import type { RequestContext } from '../kit/request-context.js';
 import { dispatch, rateCostOf, rpcErrorOf, type CallContext } from './handler.js';
 import {
   classify,
@@ -22,7 +30,12 @@ import {
   type Incoming,
 } from './jsonrpc.js';
 import { SessionStore, type McpSession } from './session.js';
+import { SessionSigner } from './session-token.js';
 import { SSE_HEADERS, sseEvent, SseStream } from './sse.js';
+import { allowsBatches, HEADERLESS_VERSION, isLegacyVersion } from './versions.js';
+import { ListenHub } from './listen.js';
+import type { CommittedEvents } from '../../events/committed.js';
+import { checkModern, isModernRequest, modernResult } from './modern.js';
 
 const LOOPBACK = new Set(['localhost', '127.0.0.1', '[::1]']);
 /** A batch answer stops growing here: the calls after it are answered with an error, not run. */
@@ -59,37 +72,51 @@ export function acceptPrefs(accept: string | undefined): { json: number; sse: nu
   return { json, sse };
 }
 
-const header = (h: IncomingHttpHeaders, name: string): string | undefined => {
-  const v = h[name];
-  return Array.isArray(v) ? v[0] : v;
-};
-
 /**
  * The MCP endpoint (Streamable HTTP, 2025-03-26) of one server: POST for messages, GET for the
  * session's server-message stream, DELETE to end a session. See docs/MCP.md.
  */
 export class McpEndpoint {
   readonly sessions: SessionStore | undefined;
+  readonly #listen: ListenHub;
   readonly #origins: Set<string>;
 
-  constructor(private readonly services: Services) {
+  /**
+   * `events`: what list_changed notifications are made of; the server passes every instance's committed
+   * events (events/committed.ts), so a session's stream hears a change made through another instance.
+   */
+  constructor(
+    private readonly services: Services,
+    events: CommittedEvents = services.bus,
+  ) {
     const m = services.config.mcp;
     this.sessions = m.sessions
-      ? new SessionStore(services.bus, {
-          perKey: m.sessionsPerKey,
-          perOrg: m.sessionsPerOrg,
-          max: m.sessionsMax,
-          idleMs: m.sessionIdleMs,
-        })
+      ? new SessionStore(
+          events,
+          {
+            perKey: m.sessionsPerKey,
+            perOrg: m.sessionsPerOrg,
+            max: m.sessionsMax,
+            idleMs: m.sessionIdleMs,
+            ttlMs: services.config.sessionTtlMs,
+          },
+          new SessionSigner(services.encryptionKey),
+          () => services.clock.now(),
+        )
       : undefined;
+    this.#listen = new ListenHub(events, m.sessionsPerKey);
     this.#origins = new Set(
       [services.config.publicUrl, ...services.config.mcp.allowedOrigins].map((o) => o.replace(/\/+$/, '')),
     );
   }
 
   /**
-   * DNS-rebinding protection: no Origin (not a browser), our public origin, a loopback origin, or one
-   * of WORKROOM_MCP_ALLOWED_ORIGINS. The Host header is not trusted for this: rebinding controls it.
+   * DNS-rebinding protection, every version (2025-11-25 and 2026-07-28 Streamable HTTP: "Servers MUST
+   * validate the Origin header on all incoming connections to prevent DNS rebinding attacks. If the
+   * Origin header is present and invalid, servers MUST respond with HTTP 403 Forbidden"): no Origin
+   * (not a browser), our public origin, a loopback origin, or one of WORKROOM_MCP_ALLOWED_ORIGINS. The
+   * Host header is not trusted for this ("same host as the request" would pass the very attack:
+   * rebinding makes the attacker's name, in both Origin and Host, resolve to this server).
    */
   originAllowed(origin: string | undefined): boolean {
     if (origin === undefined) return true;
@@ -105,7 +132,7 @@ export class McpEndpoint {
   /** Origin check and bot-key authentication; answers the refusal itself and returns undefined. */
   async #admit(rc: RequestContext): Promise<BotActor | undefined> {
     const { req, res } = rc;
-    if (!this.originAllowed(header(req.headers, 'origin'))) {
+    if (!this.originAllowed(headerValue(req.headers, 'origin'))) {
       refuse(res, 403, 'Forbidden: this Origin may not use the MCP endpoint');
       return undefined;
     }
@@ -116,7 +143,7 @@ export class McpEndpoint {
       return void unauthorized('Unauthorized: the MCP endpoint accepts only bot API keys');
     try {
       const actor = await authenticateBotKey(this.services, credential);
-      enforceRateLimit(this.services, actor, res);
+      await enforceRateLimit(this.services, actor, res);
       rc.actor = actor;
       return actor;
     } catch (err) {
@@ -133,14 +160,14 @@ export class McpEndpoint {
 
   /** The session named by Mcp-Session-Id; answers 400 (missing) or 404 (ended or unknown) itself. */
   #session(rc: RequestContext, actor: BotActor): McpSession | undefined {
-    const id = header(rc.req.headers, 'mcp-session-id');
+    const id = headerValue(rc.req.headers, 'mcp-session-id');
     if (!id)
       return void refuse(
         rc.res,
         400,
         'Bad Request: Mcp-Session-Id header is required; send initialize first',
       );
-    const s = this.sessions!.get(id, actor.botId);
+    const s = this.sessions!.resolve(id, actor);
     if (!s)
       return void refuse(
         rc.res,
@@ -148,6 +175,30 @@ export class McpEndpoint {
         'Session not found: it has ended or never existed; initialize a new session',
       );
     return s;
+  }
+
+  /**
+   * The version governing a legacy request after initialize; answers 400 itself and returns undefined
+   * for a bad header. 2025-06-18 / 2025-11-25 Streamable HTTP: "If using HTTP, the client MUST include
+   * the MCP-Protocol-Version: <protocol-version> HTTP header on all subsequent requests" and "If the
+   * server receives a request with an invalid or unsupported MCP-Protocol-Version, it MUST respond with
+   * 400 Bad Request." A header naming another version we support than the session negotiated is
+   * neither invalid nor unsupported: it is accepted, as the SDK's reference server does (and the official
+   * conformance suite's multiple-streams scenario sends 2025-03-26 on a 2025-11-25 session), and the
+   * session's negotiated version governs the request. Missing: the session's version, else (sessions
+   * off) 2025-03-26 (see HEADERLESS_VERSION).
+   */
+  #legacyVersion(rc: RequestContext, session: McpSession | undefined): string | undefined {
+    const v = headerValue(rc.req.headers, 'mcp-protocol-version');
+    if (v === undefined) return session?.protocolVersion ?? HEADERLESS_VERSION;
+    if (!isLegacyVersion(v)) {
+      return void refuse(
+        rc.res,
+        400,
+        `Bad Request: unsupported MCP-Protocol-Version "${v.slice(0, 40)}"; send the version negotiated at initialize`,
+      );
+    }
+    return session?.protocolVersion ?? v;
   }
 
   async post(rc: RequestContext): Promise<void> {
@@ -187,6 +238,10 @@ export class McpEndpoint {
     if (!batch && first.kind === 'invalid')
       return send(res, 400, errorResponse(first.id, INVALID_REQUEST, first.message));
 
+    const sse = pref.sse > pref.json;
+    if (isModernRequest(body, batch ? undefined : first, req.headers))
+      return this.#modern(rc, actor, first, sse, mayHoldNul);
+
     let session: McpSession | undefined;
     const initializing = !batch && first.kind === 'request' && first.method === 'initialize';
     if (this.sessions && initializing && !this.sessions.hasRoomFor(actor)) {
@@ -197,6 +252,25 @@ export class McpEndpoint {
     if (this.sessions && !initializing) {
       session = this.#session(rc, actor);
       if (!session) return;
+    }
+    let version = HEADERLESS_VERSION;
+    if (!initializing) {
+      const v = this.#legacyVersion(rc, session);
+      if (v === undefined) return;
+      version = v;
+    }
+    // 2025-06-18 changelog: "Remove support for JSON-RPC batching". A batch in a later session is
+    // answered with one error, none of it run (answering each call would be batching after all).
+    if (batch && !allowsBatches(version)) {
+      return send(
+        res,
+        400,
+        errorResponse(
+          null,
+          INVALID_REQUEST,
+          `Invalid Request: protocol version ${version} has no JSON-RPC batches (removed in 2025-06-18); send each message in its own request`,
+        ),
+      );
     }
     if (!messages.some((m) => m.kind === 'request' || m.kind === 'invalid')) {
       for (const m of messages)
@@ -215,14 +289,15 @@ export class McpEndpoint {
         return rc.log; // made only when something logs
       },
       inBatch: batch,
-      idempotencyKey: header(rc.req.headers, 'idempotency-key'),
-      startSession: (version) => {
+      version,
+      idempotencyKey: headerValue(rc.req.headers, 'idempotency-key'),
+      startSession: (negotiated) => {
+        cc.version = negotiated;
         if (!this.sessions) return;
-        session = this.sessions.create(actor, version);
+        session = this.sessions.create(actor, negotiated);
         res.setHeader('mcp-session-id', session.id);
       },
     };
-    const sse = pref.sse > pref.json;
     const out: string[] = [];
     let answerBytes = 0;
     let requests = 0;
@@ -237,7 +312,7 @@ export class McpEndpoint {
                 RESPONSE_TOO_LARGE,
                 `The answer to this batch passed ${MAX_BATCH_ANSWER_BYTES} bytes before this call; it was not run: send it again on its own`,
               )
-            : (this.#charge(m, requests++, actor, res) ??
+            : ((await this.#charge(m, requests++, actor, res)) ??
               this.#refuseNul(m, mayHoldNul) ??
               (await this.#answer(m, cc)));
       } else {
@@ -290,15 +365,15 @@ export class McpEndpoint {
    * its extra cost. A refused call answers a JSON-RPC error with the retry time; the others still run.
    * Returns that error, or undefined when the call may run.
    */
-  #charge(
+  async #charge(
     m: Extract<Incoming, { kind: 'request' }>,
     index: number,
     actor: BotActor,
     res: ServerResponse,
-  ): string | undefined {
+  ): Promise<string | undefined> {
     const cost = (index === 0 ? 0 : 1) + rateCostOf(m.method, m.params) - 1;
     if (cost <= 0) return undefined;
-    const d = takeRateLimit(this.services, actor, cost);
+    const d = await takeRateLimit(this.services, actor, cost);
     if (!d) return undefined;
     if (!res.headersSent) for (const [k, v] of Object.entries(rateLimitHeaders(d))) res.setHeader(k, v);
     if (d.allowed) return undefined;
@@ -310,11 +385,75 @@ export class McpEndpoint {
     );
   }
 
+  /**
+   * A modern (2026-07-28) request: stateless — no session is looked up, minted or echoed
+   * (streamable-http.mdx: an `Mcp-Session-Id` header on a request: "ignore it, and do not mint or echo
+   * session IDs") — checked by checkModern, then answered like a legacy call, its result carrying
+   * `resultType` and the cache hints. A notification is accepted with 202.
+   */
+  async #modern(
+    rc: RequestContext,
+    actor: BotActor,
+    m: Incoming,
+    sse: boolean,
+    mayHoldNul: boolean,
+  ): Promise<void> {
+    const { res } = rc;
+    if (m.kind === 'notification') {
+      res.writeHead(202);
+      res.end();
+      return;
+    }
+    if (m.kind !== 'request') {
+      return send(
+        res,
+        400,
+        errorResponse(
+          null,
+          INVALID_REQUEST,
+          'Invalid Request: the body must be one JSON-RPC request or notification',
+        ),
+      );
+    }
+    const checked = checkModern(m, rc.req.headers);
+    if ('status' in checked)
+      return send(res, checked.status, errorResponse(m.id, checked.code, checked.message, checked.data));
+    const cc: CallContext = {
+      actor,
+      services: this.services,
+      requestId: rc.requestId,
+      get log() {
+        return rc.log;
+      },
+      inBatch: false,
+      version: checked.version,
+      modern: true,
+      idempotencyKey: headerValue(rc.req.headers, 'idempotency-key'),
+      startSession: () => undefined,
+    };
+    const refused = (await this.#charge(m, 0, actor, res)) ?? this.#refuseNul(m, mayHoldNul);
+    if (refused === undefined && m.method === 'subscriptions/listen') {
+      let filter: ReturnType<typeof ListenHub.filterOf>;
+      try {
+        filter = ListenHub.filterOf(m.params);
+      } catch (err) {
+        const e = rpcErrorOf(err, cc.log);
+        return send(res, 200, errorResponse(m.id, e.code, e.message, e.data));
+      }
+      return this.#listen.open(res, rc.req.socket as unknown as { server?: Server }, actor, m.id, filter);
+    }
+    const response = refused ?? (await this.#answer(m, cc));
+    if (!sse) return send(res, 200, response);
+    res.writeHead(200, SSE_HEADERS);
+    res.end(sseEvent(response));
+  }
+
   async #answer(m: Extract<Incoming, { kind: 'request' }>, cc: CallContext): Promise<string> {
     try {
       if (m.arrayParams)
         return errorResponse(m.id, INVALID_PARAMS, 'Invalid params: params must be an object');
-      return resultRaw(m.id, await dispatch(m.method, m.params, cc));
+      const json = await dispatch(m.method, m.params, cc);
+      return resultRaw(m.id, cc.modern ? modernResult(m.method, json) : json);
     } catch (err) {
       const e = rpcErrorOf(err, cc.log);
       return errorResponse(m.id, e.code, e.message, e.data);
@@ -335,7 +474,7 @@ export class McpEndpoint {
       return refuse(res, 406, 'Not Acceptable: Accept must list text/event-stream');
     }
     const session = this.#session(rc, actor);
-    if (!session) return;
+    if (!session || this.#legacyVersion(rc, session) === undefined) return;
     session.stream?.end();
     res.writeHead(200, SSE_HEADERS);
     res.flushHeaders();
@@ -343,7 +482,7 @@ export class McpEndpoint {
       if (session.stream === stream) session.stream = undefined;
     });
     session.stream = stream;
-    const last = header(req.headers, 'last-event-id');
+    const last = headerValue(req.headers, 'last-event-id');
     if (last !== undefined) for (const e of session.since(last)) stream.send(e.data, String(e.seq));
   }
 
@@ -353,7 +492,7 @@ export class McpEndpoint {
     if (!actor) return;
     if (!this.sessions) return refuse(rc.res, 405, 'Method Not Allowed: sessions are off', { allow: 'POST' });
     const session = this.#session(rc, actor);
-    if (!session) return;
+    if (!session || this.#legacyVersion(rc, session) === undefined) return;
     this.sessions.end(session.id);
     rc.res.writeHead(204);
     rc.res.end();

@@ -1,20 +1,25 @@
-import { randomUUID } from 'node:crypto';
 import { AppError } from '../../domain/errors.js';
-import type { EventBus } from '../../events/bus.js';
+import type { CommittedEvents } from '../../events/committed.js';
 import type { Service } from '../../runtime/lifecycle.js';
 import type { BotActor } from '../../operations/context.js';
+import { botsWithChangedResources } from './listen.js';
+import type { SessionSigner } from './session-token.js';
 import type { SseStream } from './sse.js';
 
 /**
- * MCP sessions (`Mcp-Session-Id`), in the memory of this process: issued at initialize, bound to the
- * bot and key that opened them, ended by DELETE or after `idleMs` without a request. Server messages for
- * a session go to its GET stream with increasing event ids; the last `LOG_SIZE` are kept so that a
- * client reconnecting with `Last-Event-ID` gets what it missed.
+ * MCP sessions (`Mcp-Session-Id`) of the legacy (2025-era) protocol versions. The id is a signed,
+ * self-describing token (session-token.ts: bot, key, negotiated version, expiry), so any instance
+ * serves a session another one opened, without shared memory: an id this instance does not hold is
+ * verified and adopted. What lives here is per instance: the GET stream, the event log for
+ * `Last-Event-ID`, and the bookkeeping of the caps. A session ends on DELETE or when a cap ends it
+ * (this instance then answers its id 404 until the id expires); the token expires
+ * `WORKROOM_SESSION_TTL` after initialize. A session idle for `idleMs` is only forgotten here (its
+ * log and stream state): its id stays valid, as it is on every other instance.
  *
  * Caps keep one tenant from crowding out another: a key past `perKey` sessions, or an organization
  * past `perOrg`, ends its own least recently used session to make room; nobody else's is ever ended
  * for it. When the whole store is full (`max`), a new session is refused (503) rather than evicting
- * another tenant's.
+ * another tenant's (an adopted session is then served without being held).
  */
 const LOG_SIZE = 100;
 
@@ -23,6 +28,8 @@ export interface SessionLimits {
   perOrg: number;
   max: number;
   idleMs: number;
+  /** How long a session id is valid after initialize. */
+  ttlMs: number;
 }
 
 export class McpSession {
@@ -38,6 +45,7 @@ export class McpSession {
     readonly keyId: string,
     readonly orgId: string,
     readonly protocolVersion: string,
+    readonly expiresAt: number,
   ) {}
 
   /** The next event id of this session (also used for events of POST streams). */
@@ -100,12 +108,16 @@ export class SessionStore implements Service {
   readonly #sessions = new Map<string, McpSession>();
   readonly #byKey = new Groups();
   readonly #byOrg = new Groups();
+  /** Ids this instance ended (DELETE, caps) → their expiry: answered 404 here until then. */
+  readonly #ended = new Map<string, number>();
   #timer: NodeJS.Timeout | undefined;
   #unsubscribe: (() => void) | undefined;
 
   constructor(
-    private readonly bus: EventBus,
+    private readonly bus: CommittedEvents,
     private readonly limits: SessionLimits,
+    private readonly signer: SessionSigner,
+    private readonly now: () => number,
   ) {}
 
   start(): void {
@@ -114,13 +126,7 @@ export class SessionStore implements Service {
     // A bot added to or removed from a channel, added to a project, given a topic in one of its
     // projects or a new DM room, sees another list of resources.
     this.#unsubscribe = this.bus.subscribe((events) => {
-      for (const e of events) {
-        if (e.type === 'member.joined' || e.type === 'member.left') {
-          if (e.data.member_type === 'bot') this.notifyBot(String(e.data.member_id), LIST_CHANGED);
-        } else if (e.type === 'resources.changed') {
-          for (const id of e.data.bot_ids as string[]) this.notifyBot(id, LIST_CHANGED);
-        }
-      }
+      for (const botId of botsWithChangedResources(events)) this.notifyBot(botId, LIST_CHANGED);
     });
   }
 
@@ -132,18 +138,28 @@ export class SessionStore implements Service {
 
   /** A new session for the key of `actor`; throws `unavailable` when the store is full. */
   create(actor: BotActor, protocolVersion: string): McpSession {
-    const { perKey, perOrg, max } = this.limits;
-    const keyGroup = `key:${actor.keyId}`;
-    const orgGroup = `org:${actor.orgId}`;
-    if (this.#byKey.size(keyGroup) >= perKey) this.end(this.#byKey.leastRecent(keyGroup)!.id);
-    if (this.#byOrg.size(orgGroup) >= perOrg) this.end(this.#byOrg.leastRecent(orgGroup)!.id);
-    if (this.#sessions.size >= max) this.sweep();
-    if (this.#sessions.size >= max) {
+    const expiresAt = this.now() + this.limits.ttlMs;
+    const id = this.signer.issue(actor.botId, actor.keyId, protocolVersion, expiresAt);
+    const s = this.#hold(
+      new McpSession(id, actor.botId, actor.keyId, actor.orgId, protocolVersion, expiresAt),
+    );
+    if (!s) {
       throw new AppError('unavailable', 'Too many MCP sessions on this server; retry later', {
         retryAfterSeconds: 60,
       });
     }
-    const s = new McpSession(randomUUID(), actor.botId, actor.keyId, actor.orgId, protocolVersion);
+    return s;
+  }
+
+  /** Keeps `s` within the caps (ending the key's or org's least recent session); undefined when full. */
+  #hold(s: McpSession): McpSession | undefined {
+    const { perKey, perOrg, max } = this.limits;
+    const keyGroup = `key:${s.keyId}`;
+    const orgGroup = `org:${s.orgId}`;
+    if (this.#byKey.size(keyGroup) >= perKey) this.end(this.#byKey.leastRecent(keyGroup)!.id);
+    if (this.#byOrg.size(orgGroup) >= perOrg) this.end(this.#byOrg.leastRecent(orgGroup)!.id);
+    if (this.#sessions.size >= max) this.sweep();
+    if (this.#sessions.size >= max) return undefined;
     this.#sessions.set(s.id, s);
     this.#byKey.add(keyGroup, s);
     this.#byOrg.add(orgGroup, s);
@@ -158,18 +174,42 @@ export class SessionStore implements Service {
     return this.#sessions.size < this.limits.max;
   }
 
-  /** The live session with this id, if it belongs to this bot. */
-  get(id: string, botId: string): McpSession | undefined {
-    const s = this.#sessions.get(id);
-    if (!s || s.botId !== botId) return undefined;
-    s.lastSeen = Date.now();
-    return s;
+  /**
+   * The live session with this id, if it was opened with the key `actor` authenticated with: held
+   * here, or opened on another instance (or before a restart, or forgotten after idling) and adopted
+   * now. Undefined for an ended, expired, forged or foreign id.
+   */
+  resolve(id: string, actor: BotActor): McpSession | undefined {
+    const now = this.now();
+    const held = this.#sessions.get(id);
+    if (held) {
+      if (held.botId !== actor.botId || held.keyId !== actor.keyId || held.expiresAt <= now) return undefined;
+      held.lastSeen = Date.now();
+      return held;
+    }
+    if (this.#ended.has(id)) return undefined;
+    const claim = this.signer.verify(id, now);
+    if (!claim || claim.botId !== actor.botId || claim.keyId !== actor.keyId) return undefined;
+    const s = new McpSession(
+      id,
+      actor.botId,
+      actor.keyId,
+      actor.orgId,
+      claim.protocolVersion,
+      claim.expiresAt,
+    );
+    return this.#hold(s) ?? s;
   }
 
   end(id: string): void {
     const s = this.#sessions.get(id);
     if (!s) return;
-    this.#sessions.delete(id);
+    this.#ended.set(id, s.expiresAt);
+    this.#forget(s);
+  }
+
+  #forget(s: McpSession): void {
+    this.#sessions.delete(s.id);
     this.#byKey.remove(`key:${s.keyId}`, s);
     this.#byOrg.remove(`org:${s.orgId}`, s);
     s.close();
@@ -179,10 +219,19 @@ export class SessionStore implements Service {
     for (const s of this.#sessions.values()) if (s.botId === botId) s.notify(data);
   }
 
-  /** Ends sessions idle for longer than the limit (an open GET stream counts as activity). */
+  /**
+   * Forgets sessions idle for longer than the limit (an open GET stream counts as activity) and those
+   * expired, and the ended ids once they expire (at most `2 × max` are remembered).
+   */
   sweep(now = Date.now()): void {
+    const t = this.now();
     for (const s of this.#sessions.values())
-      if (now - s.lastSeen > this.limits.idleMs && !s.stream) this.end(s.id);
+      if ((now - s.lastSeen > this.limits.idleMs && !s.stream) || s.expiresAt <= t) this.#forget(s);
+    for (const [id, exp] of this.#ended) if (exp <= t) this.#ended.delete(id);
+    for (const id of this.#ended.keys()) {
+      if (this.#ended.size <= 2 * this.limits.max) break;
+      this.#ended.delete(id);
+    }
   }
 
   get size(): number {

@@ -27,10 +27,15 @@ export class SseStream {
   #ticks = 0;
   closed = false;
 
+  /**
+   * `farewell`: a last message written when the server ends the stream (shutdown, a cap) rather than
+   * the client — the result of a `subscriptions/listen` request, its graceful close.
+   */
   constructor(
     readonly res: ServerResponse,
     socket: { server?: Server },
     onClose: () => void,
+    private readonly farewell?: string,
   ) {
     this.#timer = setInterval(() => {
       if (socket.server && !socket.server.listening) return this.end();
@@ -44,7 +49,7 @@ export class SseStream {
     });
   }
 
-  send(data: string, id: string): void {
+  send(data: string, id?: string): void {
     if (!this.closed) this.res.write(sseEvent(data, id));
   }
 
@@ -52,6 +57,7 @@ export class SseStream {
     if (this.closed) return;
     this.closed = true;
     clearInterval(this.#timer);
+    if (this.farewell !== undefined) this.res.write(sseEvent(this.farewell));
     this.res.end();
   }
 }

@@ -7,6 +7,7 @@ import { createTask, listTasks, updateTask } from '../../operations/tasks/tasks.
 import { getUser, listUsers } from '../../operations/users/users.js';
 import type { MessageView, UserView } from '../../operations/views.js';
 import * as fmt from './format.js';
+import { TOOL_NAME_RE } from './versions.js';
 
 /**
  * The nine tools: name → the operation its REST twin also calls, a description written for a
@@ -126,6 +127,12 @@ export const TOOLS: readonly Tool[] = [
 
 export const TOOLS_BY_NAME: ReadonlyMap<string, Tool> = new Map(TOOLS.map((t) => [t.name, t]));
 
+// 2025-11-25 tool-name rules (versions.ts): 1–128 characters of [A-Za-z0-9_.-], unique. A tool added
+// against them stops the server at start instead of reaching a client that would reject it.
+for (const t of TOOLS)
+  if (!TOOL_NAME_RE.test(t.name)) throw new Error(`MCP tool name "${t.name}" breaks the naming rules`);
+if (TOOLS_BY_NAME.size !== TOOLS.length) throw new Error('MCP tool names must be unique');
+
 type JsonSchema = Record<string, unknown>;
 
 /** UUID fields carry `format: uuid`; the long pattern next to it only costs a model's context. */
@@ -145,12 +152,30 @@ export function inputSchema(op: Operation): JsonSchema {
   return trim(s);
 }
 
-/** The tools/list result, serialized once. */
-export const TOOLS_LIST_JSON = JSON.stringify({
-  tools: TOOLS.map((t) => ({
+/**
+ * The tool's `outputSchema` (2025-06-18+): generated from the operation's zod `output` — the schema the
+ * OpenAPI document gives its REST twin's response — on the output side. server/tools: "If an output
+ * schema is provided: Servers MUST provide structured results that conform to this schema"; the
+ * `structuredContent` is the operation's result itself, the REST body (handler.ts).
+ */
+export function outputSchema(op: Operation): JsonSchema {
+  if (!op.output) throw new Error(`MCP tool operation ${op.name} has no output schema`);
+  const s = z.toJSONSchema(op.output, { io: 'output', unrepresentable: 'any' }) as JsonSchema;
+  delete s.$schema;
+  return s;
+}
+
+/** The tools of tools/list, with the `outputSchema` of versions that have structured output or without. */
+const toolList = (structured: boolean) =>
+  TOOLS.map((t) => ({
     name: t.name,
     description: t.description,
     inputSchema: inputSchema(t.op),
+    ...(structured ? { outputSchema: outputSchema(t.op) } : {}),
     annotations: { ...t.annotations, openWorldHint: false },
-  })),
-});
+  }));
+
+/** The tools/list result, serialized once per shape (2025-03-26 clients get exactly today's). */
+const LIST_PLAIN = JSON.stringify({ tools: toolList(false) });
+const LIST_STRUCTURED = JSON.stringify({ tools: toolList(true) });
+export const toolsListJson = (structured: boolean): string => (structured ? LIST_STRUCTURED : LIST_PLAIN);

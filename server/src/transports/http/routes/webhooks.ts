@@ -7,12 +7,19 @@ import {
   revokeIncomingToken,
 } from '../../../operations/webhooks/incoming-token.js';
 import { authenticateIncoming, receiveIncoming } from '../../../operations/webhooks/incoming.js';
-import { parseJsonObject, readBody, sendJson } from '../io.js';
-import { enforceRateLimit } from '../rate-limit.js';
+import { headerValue, parseJsonObject, readBody, sendJson } from '../../kit/io.js';
+import { enforceRateLimit } from '../../kit/rate-limit.js';
 import type { Route } from '../types.js';
+import { incomingWebhookRoutes } from './incoming-webhooks.js';
+import {
+  createSigningKey,
+  deleteSigningKey,
+  getSigningKey,
+} from '../../../operations/webhooks/signing-key.js';
 
 const errorRef = { $ref: '#/components/responses/Error' };
-const header = (v: string | string[] | undefined): string | undefined => (Array.isArray(v) ? v[0] : v);
+
+const EMPTY = Buffer.alloc(0);
 
 /** The incoming webhook and the management of its token. */
 export const webhookRoutes: Route[] = [
@@ -24,24 +31,36 @@ export const webhookRoutes: Route[] = [
     tags: ['webhooks'],
     async handle(rc) {
       const { req, services } = rc;
-      // The body is read before authenticating because a signature covers its exact bytes.
-      const rawBody = await readBody(req, services.config.maxBodyBytes);
-      const auth = await authenticateIncoming(services, {
+      const credentials = {
         botId: rc.params.botId!,
         authorization: req.headers.authorization,
         token: rc.url.searchParams.get('token') ?? undefined,
         headers: {
-          'x-workroom-signature': header(req.headers['x-workroom-signature']),
-          'webhook-id': header(req.headers['webhook-id']),
-          'webhook-timestamp': header(req.headers['webhook-timestamp']),
-          'webhook-signature': header(req.headers['webhook-signature']),
+          'x-workroom-signature': headerValue(req.headers, 'x-workroom-signature'),
+          'webhook-id': headerValue(req.headers, 'webhook-id'),
+          'webhook-timestamp': headerValue(req.headers, 'webhook-timestamp'),
+          'webhook-signature': headerValue(req.headers, 'webhook-signature'),
         },
-        rawBody,
-      });
+      };
+      // A key or a token does not depend on the body: it is checked before the body is read. Only a
+      // signed request's body must be read first (the signature covers its exact bytes), under the
+      // budget of bodies read for callers not yet known (body-budget.ts).
+      const signed = credentials.authorization === undefined && credentials.token === undefined;
+      const early = signed
+        ? undefined
+        : await authenticateIncoming(services, { ...credentials, rawBody: EMPTY });
+      const { maxBodyBytes, http } = services.config;
+      const rawBody = await readBody(
+        req,
+        maxBodyBytes,
+        http.bodyTimeoutMs,
+        early ? undefined : rc.unauthenticatedBody,
+      );
+      const auth = early ?? (await authenticateIncoming(services, { ...credentials, rawBody }));
       rc.actor = auth.actor;
-      enforceRateLimit(services, auth.actor, rc.res);
+      await enforceRateLimit(services, auth.actor, rc.res);
       const input = parseJsonObject(rawBody, req.headers['content-type']);
-      const key = header(req.headers['idempotency-key']);
+      const key = headerValue(req.headers, 'idempotency-key');
       const r = await receiveIncoming(services, auth, input, key, rc.requestId);
       sendJson(rc.res, r.status, r.body, r.replayed ? { 'idempotent-replayed': 'true' } : {});
     },
@@ -102,4 +121,21 @@ export const webhookRoutes: Route[] = [
   },
   { method: 'GET', path: '/api/bots/{botId}/incoming-token', op: getIncomingToken, tags: ['bot keys'] },
   { method: 'DELETE', path: '/api/bots/{botId}/incoming-token', op: revokeIncomingToken, tags: ['bot keys'] },
+  // ed25519 (Standard Webhooks v1a) signatures of outgoing deliveries, an option per bot.
+  {
+    method: 'POST',
+    path: '/api/bots/{botId}/webhook-signing-key',
+    op: createSigningKey,
+    status: 201,
+    tags: ['bot keys'],
+  },
+  { method: 'GET', path: '/api/bots/{botId}/webhook-signing-key', op: getSigningKey, tags: ['bot keys'] },
+  {
+    method: 'DELETE',
+    path: '/api/bots/{botId}/webhook-signing-key',
+    op: deleteSigningKey,
+    tags: ['bot keys'],
+  },
+  // Slack-compatible incoming webhooks: a URL per webhook, carrying its container and its secret.
+  ...incomingWebhookRoutes,
 ];
