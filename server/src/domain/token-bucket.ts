@@ -16,15 +16,39 @@ export interface RateLimitDecision {
   retryAfterSeconds: number;
 }
 
+/**
+ * Takes `cost` tokens of the bucket `key` (at most the whole bucket; cost 0 only asks whether one token
+ * is there). In memory (`TokenBucketLimiter`, one process) it answers at once; shared by a cluster
+ * (`LeasedRateLimiter`) it answers at once from the instance's lease, or a promise when it asks the
+ * database.
+ */
+export interface RateLimiter {
+  take(
+    key: string,
+    perSecond: number,
+    burst: number,
+    cost?: number,
+  ): RateLimitDecision | Promise<RateLimitDecision>;
+  /**
+   * Puts `tokens` back into the bucket `key` (never above `burst`): what a caller took ahead for work
+   * that turned out not to cost it (a sign-in attempt that did not fail).
+   */
+  give(key: string, perSecond: number, burst: number, tokens: number): void | Promise<void>;
+}
+
 interface Bucket {
   tokens: number;
   at: number;
 }
 
-export class TokenBucketLimiter {
+export class TokenBucketLimiter implements RateLimiter {
   readonly #buckets = new Map<string, Bucket>();
   #lastSweep = 0;
 
+  /**
+   * `now`: milliseconds that never go back; the server passes its clock's (`Services.clock.now`,
+   * runtime/clock.ts), so a test refills buckets by moving the clock. Default: performance.now().
+   */
   constructor(private readonly now: () => number = () => performance.now()) {}
 
   /**
@@ -34,14 +58,7 @@ export class TokenBucketLimiter {
   take(key: string, perSecond: number, burst: number, cost = 1): RateLimitDecision {
     const need = Math.min(Math.max(cost, 1), burst);
     const t = this.now();
-    let b = this.#buckets.get(key);
-    if (!b) {
-      b = { tokens: burst, at: t };
-      this.#buckets.set(key, b);
-    } else {
-      b.tokens = Math.min(burst, b.tokens + ((t - b.at) / 1000) * perSecond);
-      b.at = t;
-    }
+    const b = this.#refilled(key, perSecond, burst, t);
     const allowed = b.tokens >= need;
     if (allowed && cost > 0) b.tokens -= need;
     this.#sweep(t, burst, perSecond);
@@ -52,6 +69,25 @@ export class TokenBucketLimiter {
       resetSeconds: Math.ceil((burst - b.tokens) / perSecond),
       retryAfterSeconds: allowed ? 0 : Math.max(1, Math.ceil((need - b.tokens) / perSecond)),
     };
+  }
+
+  give(key: string, perSecond: number, burst: number, tokens: number): void {
+    const b = this.#refilled(key, perSecond, burst, this.now());
+    b.tokens = Math.min(burst, b.tokens + tokens);
+  }
+
+  /** The bucket of `key` refilled up to `t` (a new one is full). */
+  #refilled(key: string, perSecond: number, burst: number, t: number): Bucket {
+    let b = this.#buckets.get(key);
+    if (!b) {
+      b = { tokens: burst, at: t };
+      this.#buckets.set(key, b);
+    } else {
+      // A clock stepped backwards (the system clock is epoch time) refills nothing, and takes nothing.
+      b.tokens = Math.min(burst, b.tokens + (Math.max(0, t - b.at) / 1000) * perSecond);
+      b.at = t;
+    }
+    return b;
   }
 
   /** Forgets buckets that have refilled completely (they behave exactly like new ones). */
