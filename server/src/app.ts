@@ -201,6 +201,8 @@ export async function startApp(
   const handler = createHttpHandler(services, allRoutes(config.publicUrl, mcp));
   let inFlight = 0;
   let idle: (() => void) | undefined;
+  /** Set once close() began. */
+  let closing: Promise<void> | undefined;
   let connections = 0;
   /** Connections over WORKROOM_MAX_CONNECTIONS, answered 503: nothing read on them is served. */
   const refused = new WeakSet<Socket>();
@@ -222,6 +224,8 @@ export async function startApp(
         return;
       }
       inFlight++;
+      // Shutting down: the client opens its next request elsewhere (WORKROOM_SHUTDOWN_DELAY).
+      if (closing) res.shouldKeepAlive = false;
       foreground.begin();
       res.on('close', () => {
         inFlight--;
@@ -296,11 +300,16 @@ export async function startApp(
   );
   firstStart?.announce(); // a generated admin password: shown once the port is ours (bootstrap.ts)
 
-  let closing: Promise<void> | undefined;
   const close = () =>
     (closing ??= (async () => {
       log.info('shutting down');
       readiness.stopping();
+      if (config.shutdownDelayMs > 0) {
+        // Lame duck: served as before while the balancer's health checks see 503 and take this
+        // instance out; only then are idle connections closed (no request is sent on one meanwhile).
+        log.info({ ms: config.shutdownDelayMs }, 'serving on until the shutdown delay ends');
+        await new Promise<void>((resolve) => setTimeout(resolve, config.shutdownDelayMs).unref());
+      }
       const deadline = Date.now() + config.shutdownTimeoutMs;
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();

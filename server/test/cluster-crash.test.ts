@@ -18,6 +18,8 @@ describe.skipIf(!process.env.DATABASE_URL)('a cluster losing and restarting inst
     DATABASE_URL: url,
     WORKROOM_DATABASE_SCHEMA: schema,
     WORKROOM_ENCRYPTION_KEY: randomBytes(32).toString('base64'),
+    // Longer than HAProxy takes to mark a stopping instance down (inter 500ms fall 2): docs/SCALING.md.
+    WORKROOM_SHUTDOWN_DELAY: '1500ms',
   };
   const ports: number[] = [];
   const procs: ServerProc[] = [];

@@ -209,4 +209,22 @@ describe('server process', () => {
     // and new connections are refused afterwards
     await expect(fetch(`${p.url}/api/health`)).rejects.toThrow();
   });
+
+  it('WORKROOM_SHUTDOWN_DELAY: after SIGTERM it is unready but serves on (Connection: close) until the delay ends', async () => {
+    const p = await startProc({ WORKROOM_SHUTDOWN_DELAY: '3s', WORKROOM_LOG_LEVEL: 'info' });
+    const signalled = performance.now();
+    p.child.kill('SIGTERM');
+    // Readiness turns 503 at once (the balancer takes the instance out) ...
+    await expect
+      .poll(async () => (await fetch(`${p.url}/api/health/ready`)).status, { timeout: 2_000, interval: 20 })
+      .toBe(503);
+    // ... while requests, on new connections too, are still served, each told to close its connection.
+    const r = await fetch(`${p.url}/api/health`);
+    expect(r.status).toBe(200);
+    expect(r.headers.get('connection')).toBe('close');
+    expect(performance.now() - signalled).toBeLessThan(3_000);
+    expect(await p.exited).toBe(0);
+    expect(performance.now() - signalled).toBeGreaterThanOrEqual(3_000);
+    expect(p.out()).toContain('serving on until the shutdown delay ends');
+  });
 });

@@ -129,6 +129,7 @@ const envSchema = z.object({
   WORKROOM_UNAUTHENTICATED_BODY_BYTES: int(32 * 1_048_576, 4096, 10 * 1024 * 1_048_576),
   WORKROOM_UNAUTHENTICATED_BODY_BYTES_PER_ADDRESS: int(4 * 1_048_576, 4096, 10 * 1024 * 1_048_576),
   WORKROOM_SHUTDOWN_TIMEOUT: duration('10s'),
+  WORKROOM_SHUTDOWN_DELAY: duration('0s').refine((ms) => ms <= 60_000, 'must be at most 60s'),
   WORKROOM_SEARCH_TIMEOUT: duration('2s').refine(
     (ms) => ms >= 1 && ms <= 60_000,
     'must be between 1ms and 60s',
@@ -273,6 +274,12 @@ export interface Config {
     unauthenticatedBodyBytesPerAddress: number;
   };
   shutdownTimeoutMs: number;
+  /**
+   * On SIGTERM, how long the server goes on serving (readiness 503, every response `Connection:
+   * close`) before it stops accepting: a load balancer's health checks take it out first, so no
+   * request is sent on a connection it is closing (docs/SCALING.md).
+   */
+  shutdownDelayMs: number;
   search: {
     /** The longest a search may read the index; then it answers 503 search_timeout (docs/SEARCH.md). */
     timeoutMs: number;
@@ -413,6 +420,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       unauthenticatedBodyBytesPerAddress: e.WORKROOM_UNAUTHENTICATED_BODY_BYTES_PER_ADDRESS,
     },
     shutdownTimeoutMs: e.WORKROOM_SHUTDOWN_TIMEOUT,
+    shutdownDelayMs: e.WORKROOM_SHUTDOWN_DELAY,
     search: { timeoutMs: e.WORKROOM_SEARCH_TIMEOUT },
     scheduler: {
       graceMs: e.WORKROOM_SCHEDULER_GRACE,

@@ -9,7 +9,7 @@ export const HAPROXY = '/usr/sbin/haproxy';
 
 /**
  * The configuration docs/SCALING.md documents: round-robin without stickiness over the instances,
- * health checks on /api/health, WebSocket and SSE streams passed through (long tunnel time-out), and
+ * health checks on /api/health/ready (503 from the start of a shutdown), WebSocket and SSE streams passed through (long tunnel time-out), and
  * the client address forwarded (X-Forwarded-For, for WORKROOM_TRUST_PROXY).
  */
 export function haproxyConfig(port: number, backends: { name: string; port: number }[]): string {
@@ -31,7 +31,7 @@ export function haproxyConfig(port: number, backends: { name: string; port: numb
     '  default_backend instances',
     'backend instances',
     '  balance roundrobin',
-    '  option httpchk GET /api/health',
+    '  option httpchk GET /api/health/ready',
     '  http-check expect status 200',
     '  default-server inter 500ms fall 2 rise 2',
     ...backends.map((b) => `  server ${b.name} 127.0.0.1:${b.port} check`),
