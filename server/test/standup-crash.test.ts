@@ -4,7 +4,6 @@ import {
   builtinBotId,
   channelMessages,
   dmsFromBot,
-  nextMinute,
   sleep,
   waitFor,
 } from './helpers/platform-bots.js';
@@ -14,8 +13,9 @@ import { firstQuestions, StandupProcs } from './helpers/standup-proc.js';
  * The stand-up bot and the durable scheduler across a crash, with a real server process
  * (server/src/main.ts) through the public API only: a server SIGKILLed while the stand-up is sending
  * its questions; after the restart every member has the first question exactly once, and the channel
- * one summary. (Split from standup-scheduler.test.ts, so that the two wait for their minutes at the
- * same time.)
+ * one summary. The processes run on a test clock the test moves (helpers/clock-server-main.ts): the
+ * stand-up's minute, the stale claim left by the kill and the window's end come at once, not in 3
+ * minutes of waiting (the real clock's seam is tested by scheduler-process.test.ts).
  */
 
 const MEMBERS = 40;
@@ -31,23 +31,29 @@ describe('stand-ups across server restarts', () => {
     const { channel, members } = await s.teamChannel(MEMBERS);
     const bot = await builtinBotId(members[0]!.api, 'standup');
     const asked = (u: (typeof members)[number]) => firstQuestions(u, bot, Q1);
-    const { hhmm, at } = nextMinute(15_000);
-    // A 2-minute window: the restarted server must ask the rest before it closes (with 1 minute, CI under
-    // load once had the window close while the restarted server was still asking).
+    // The next whole minute of the server's clock, at least 5 s ahead (schedules are set in minutes).
+    const at = Math.ceil(((await s.proc!.clockNow()) + 5_000) / 60_000) * 60_000;
+    const hhmm = new Date(at).toISOString().slice(11, 16);
     await answer(members[0]!.api, `/standup setup ${hhmm} daily UTC "${Q1}" window:2m remind:off`, {
       channel_id: channel,
     });
-    while (Date.now() < at - 1_000) await sleep(250);
+    await s.proc!.setClock(at);
     // The members are asked in the order they joined: the first DM means the job is sending.
     await waitFor('the first DM', async () => (await asked(members[0]!)) > 0, 60_000);
+    const killedAt = await s.proc!.clockNow();
     await s.proc!.stop('SIGKILL');
-    const killedAt = Date.now();
+    s.clockStart = killedAt;
     await s.start();
+    // Past the killed server's claim (2 s) and the step it left pending (released after 60 s), well
+    // within the 2-minute window: the restarted server asks the others.
+    await s.proc!.setClock(killedAt + 61_000);
     await waitFor(
       'every member asked',
       async () => (await Promise.all(members.map(asked))).every((n) => n > 0),
       120_000,
     );
+    // The window's end: the summary.
+    await s.proc!.setClock(at + 2 * 60_000 + 1_000);
     const summary = await waitFor(
       'the summary',
       async () => (await channelMessages(members[0]!.api, channel)).find((m) => m.content.startsWith('📋')),

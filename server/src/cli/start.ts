@@ -1,5 +1,6 @@
 import { createServer } from 'node:net';
 import { startApp, type RunningApp } from '../app.js';
+import type { Clock } from '../runtime/clock.js';
 import type { Config } from '../config/config.js';
 import { readConfig } from './common.js';
 import { CliError, EXIT } from './exit-codes.js';
@@ -21,8 +22,12 @@ Exit codes: 0 stopped, 1 failed, 2 invalid configuration, 3 data directory in us
  * server per SQLite data directory, a port that is free before anything is written, an expected
  * refusal printed as a sentence (never a stack trace) with its exit code, and SIGTERM/SIGINT heard
  * from the first moment (a signal during the migrations stops the server as soon as it is up).
+ * `clock`: the server's business clock (runtime/clock.ts); only a test's own entry passes one.
  */
-export async function startServer(env: NodeJS.ProcessEnv = process.env): Promise<void> {
+export async function startServer(
+  env: NodeJS.ProcessEnv = process.env,
+  options: { clock?: Clock } = {},
+): Promise<void> {
   let app: RunningApp | undefined;
   let signalled: string | undefined;
   const stop = (signal: string) => {
@@ -48,7 +53,7 @@ export async function startServer(env: NodeJS.ProcessEnv = process.env): Promise
     }
     // Before the database is touched (the first start creates the administrator and prints its password).
     await assertPortFree(config);
-    app = await startApp(config).catch((err: unknown) => {
+    app = await startApp(config, { clock: options.clock }).catch((err: unknown) => {
       throw explainMigrationError(explainListenError(err, config));
     });
   } catch (err) {

@@ -11,6 +11,8 @@ import { ADMIN_EMAIL, ADMIN_PASSWORD } from './server.js';
 
 const ROOT = join(import.meta.dirname, '../../..');
 const MAIN = join(ROOT, 'server/src/main.ts');
+/** The same server on a test clock its parent moves (helpers/clock-server-main.ts). */
+const CLOCK_MAIN = join(ROOT, 'server/test/helpers/clock-server-main.ts');
 
 export function freePort(): Promise<number> {
   return new Promise((resolve) => {
@@ -34,6 +36,33 @@ export class ServerProc {
     child.once('exit', () => process.off('exit', guard));
   }
 
+  /**
+   * Moves the business clock of a server started with `{ clock }` on to `at` (epoch ms; never back)
+   * and answers its time then.
+   */
+  setClock(at: number): Promise<number> {
+    const child = this.child;
+    if (!child.send) throw new Error('this server process was not started with { clock }');
+    return new Promise((resolve, reject) => {
+      const onMessage = (m: { now: number }) => {
+        child.off('exit', onExit);
+        resolve(m.now);
+      };
+      const onExit = () => {
+        child.off('message', onMessage);
+        reject(new Error('the server process exited'));
+      };
+      child.once('message', onMessage);
+      child.once('exit', onExit);
+      child.send!({ set: at });
+    });
+  }
+
+  /** The business time of a server started with `{ clock }` (epoch ms). */
+  clockNow(): Promise<number> {
+    return this.setClock(0);
+  }
+
   async stop(signal: 'SIGKILL' | 'SIGTERM'): Promise<void> {
     if (this.child.exitCode === null && this.child.signalCode === null) this.child.kill(signal);
     await this.exited;
@@ -42,10 +71,15 @@ export class ServerProc {
 
 /**
  * Starts main.ts listening on `port` with the test administrator, rate limits off and `env` on top,
- * and waits (up to 45 s) until /api/health answers.
+ * and waits (up to 45 s) until /api/health answers. `clock`: on a test clock the test moves
+ * (`ServerProc.setClock`), starting at `clock.start` (epoch ms) if given.
  */
-export async function startServerProc(port: number, env: Record<string, string>): Promise<ServerProc> {
-  const child = spawn(process.execPath, ['--import', 'tsx', MAIN], {
+export async function startServerProc(
+  port: number,
+  env: Record<string, string>,
+  clock?: { start?: number },
+): Promise<ServerProc> {
+  const child = spawn(process.execPath, ['--import', 'tsx', clock ? CLOCK_MAIN : MAIN], {
     cwd: ROOT,
     env: {
       PATH: process.env.PATH ?? '',
@@ -57,9 +91,10 @@ export async function startServerProc(port: number, env: Record<string, string>)
       WORKROOM_LOG_LEVEL: 'warn',
       WORKROOM_RATE_LIMIT_USER_PER_SECOND: '0',
       WORKROOM_RATE_LIMIT_BOT_PER_SECOND: '0',
+      ...(clock?.start !== undefined ? { WORKROOM_TEST_CLOCK_START: String(clock.start) } : {}),
       ...env,
     },
-    stdio: ['ignore', 'pipe', 'pipe'],
+    stdio: clock ? ['ignore', 'pipe', 'pipe', 'ipc'] : ['ignore', 'pipe', 'pipe'],
   });
   const proc = new ServerProc(child);
   const deadline = Date.now() + 45_000;

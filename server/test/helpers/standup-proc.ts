@@ -20,6 +20,8 @@ export class StandupProcs {
   port = 0;
   url = '';
   proc: ServerProc | undefined;
+  /** Business time the next start begins at (epoch ms; a restart goes on from the killed server's). */
+  clockStart: number | undefined;
   w!: World;
   org!: { id: string; admin: UserHandle };
 
@@ -32,19 +34,23 @@ export class StandupProcs {
     this.org = await this.w.org();
   }
 
-  /** (Re)starts the server process on the same port and database. */
+  /** (Re)starts the server process on the same port and database, on a test clock (`clockStart`). */
   async start(): Promise<void> {
-    this.proc = await startServerProc(this.port, {
-      WORKROOM_DATA_DIR: this.dataDir,
-      WORKROOM_SCHEDULER_POLL: '200ms',
-      // A SIGKILLed server's claim is taken over 2 s later; a step whose idempotency record was left
-      // pending by the kill is released after 60 s, so the retries cover 70 s.
-      WORKROOM_SCHEDULER_LEASE: '2s',
-      WORKROOM_SCHEDULER_RETRY_DELAYS: '2s,4s,8s,15s,20s,25s',
-      ...(this.pgUrl && this.schema
-        ? { DATABASE_URL: this.pgUrl, WORKROOM_DATABASE_SCHEMA: this.schema }
-        : {}),
-    });
+    this.proc = await startServerProc(
+      this.port,
+      {
+        WORKROOM_DATA_DIR: this.dataDir,
+        WORKROOM_SCHEDULER_POLL: '200ms',
+        // A SIGKILLed server's claim is taken over 2 s later; a step whose idempotency record was left
+        // pending by the kill is released after 60 s, so the retries cover 70 s.
+        WORKROOM_SCHEDULER_LEASE: '2s',
+        WORKROOM_SCHEDULER_RETRY_DELAYS: '2s,4s,8s,15s,20s,25s',
+        ...(this.pgUrl && this.schema
+          ? { DATABASE_URL: this.pgUrl, WORKROOM_DATABASE_SCHEMA: this.schema }
+          : {}),
+      },
+      { start: this.clockStart },
+    );
   }
 
   async close(): Promise<void> {
