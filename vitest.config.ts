@@ -2,10 +2,13 @@ import { configDefaults, defineConfig } from 'vitest/config';
 import SlowFirstSequencer from './server/test/helpers/sequencer.js';
 
 /**
- * Test files that use no database (pure logic: parsing, rendering, time arithmetic, signatures): run in
- * the SQLite run (the README's `npm test`) and not again when DATABASE_URL points at PostgreSQL.
+ * Test files run in the SQLite run (the README's `npm test`) and not again when DATABASE_URL points at
+ * PostgreSQL, because the database is not what they test: pure logic (parsing, rendering, time
+ * arithmetic, signatures), HTTP framing before any request reaches an operation (fuzz-raw), and the
+ * process's own lifecycle (cli-start: signals, exit codes, help; starting on PostgreSQL is tested by
+ * ops-safe-start, process, cluster and cluster-crash).
  */
-const NO_DATABASE = [
+const ONCE = [
   'clock',
   'collect-tasknotify-unit',
   'poll-render',
@@ -13,6 +16,8 @@ const NO_DATABASE = [
   'scheduler-time',
   'standup-unit',
   'webhook-sign',
+  'fuzz-raw',
+  'cli-start',
 ];
 
 export default defineConfig({
@@ -20,7 +25,7 @@ export default defineConfig({
     include: ['server/test/**/*.test.ts'],
     exclude: [
       ...configDefaults.exclude,
-      ...(process.env.DATABASE_URL ? NO_DATABASE.map((name) => `server/test/${name}.test.ts`) : []),
+      ...(process.env.DATABASE_URL ? ONCE.map((name) => `server/test/${name}.test.ts`) : []),
     ],
     // Generous: several tests start server processes (migrations, scrypt) and CI machines can be busy;
     // a test's own waits (expect.poll) say what is expected, these only stop a hung test.

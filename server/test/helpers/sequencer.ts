@@ -1,30 +1,37 @@
 import { BaseSequencer, type TestSpecification } from 'vitest/node';
 
 /**
- * Test files that wait on real clock time (a minute boundary, a poll's or a collection's deadline, a
- * stand-up's window, retries after a kill) or are long for their own reasons, longest first (durations
- * on SQLite on a shared 2-core machine, 2026-11-27, after the bot and scheduler tests moved to the
- * test clock). Started first, they wait while the short files keep the other workers busy; started
- * last, they are the tail of the run.
+ * The longest test files, longest first (durations on a 2-core CI machine, 2026-11-27, SQLite /
+ * PostgreSQL, after the bot and scheduler tests and the stand-up crash test moved to the test clock):
+ * most wait on server processes, Node's timers or a real clock. Started first, they wait while the
+ * short files keep the other workers busy; started last, they are the tail of the run.
  *
  * vitest's own order (BaseSequencer) is the longest first only with its results cache of an earlier
  * run (node_modules/.vite/vitest, which `npm ci` deletes); without it, the largest files first. For
  * vitest.config.ts: `sequence: { sequencer: SlowFirstSequencer }`.
  */
 export const SLOW_FIRST = [
-  'standup-crash', // ~170 s (real clock minutes: the one process test of the stand-up bot)
-  'delivery-crash', // ~50 s
-  'delivery-fairness', // ~45 s
-  'fuzz-rest', // ~15 s
-  'hardening-realtime', // ~13 s
-  'scheduler-process', // ~13 s
-  'hardening', // ~11 s
-  'fuzz-raw', // ~10 s
-  'delivery-drain', // ~9 s
-  'process', // ~9 s
-  'hardening-memory', // ~9 s
-  'delivery-webhooks', // ~9 s
-  'hardening-login', // ~7 s
+  'delivery-fairness', // ~46 s (SQLite) / ~58 s (PostgreSQL): endpoints that time out, on Node's timers
+  'ops-safe-start', // ~32 / ~47 s: server processes (migrate, create-admin, check-config)
+  'metrics-scale', // ~13 / ~47 s: 1,000 bots and their queued retries
+  'cluster-crash', // PostgreSQL ~41 s: three processes, a SIGKILL and a rolling restart
+  'cli-start', // ~27 s: the built server started and stopped as a supervisor does
+  'ops-backup', // ~11 / ~30 s
+  'poll-bot', // ~11 / ~29 s
+  'cluster', // PostgreSQL ~28 s
+  'hardening-realtime', // ~17 / ~27 s
+  'delivery-crash', // ~25 / ~26 s
+  'fuzz-raw', // ~22 s
+  'standup-crash', // ~20 s (server processes on a test clock)
+  'scheduler-process', // ~15 / ~21 s (real clock: the scheduler's seam)
+  'hardening', // ~12 / ~15 s
+  'search-budget', // ~4 / ~14 s
+  'search-contract', // PostgreSQL ~12 s
+  'fuzz-mcp', // ~8 / ~11 s
+  'hardening-login', // ~8 / ~11 s
+  'fuzz-rest', // ~10 s
+  'delivery-webhooks', // ~9 / ~11 s
+  'delivery-drain', // ~9 / ~10 s
 ];
 
 /** A sequencer that starts the files named in `slowFirst` (file names without `.test.ts`) first, in that order. */
