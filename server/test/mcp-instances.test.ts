@@ -5,6 +5,7 @@ import {
 } from '@modelcontextprotocol/client';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SessionSigner } from '../src/transports/mcp/session-token.js';
 import { expectStatus } from './helpers/client.js';
@@ -232,6 +233,75 @@ describe.skipIf(!process.env.DATABASE_URL)('MCP sessions across two instances on
     } finally {
       ctl.abort();
     }
+  });
+
+  it('a GET stream resumes on the other instance from its Last-Event-ID, missing nothing', async () => {
+    const s = (await rawSession(a.url, bot.key))!;
+    /** Opens the session's GET stream on `url`; `next()` reads its next SSE event. */
+    const open = async (url: string, lastEventId?: string) => {
+      const ctl = new AbortController();
+      const res = await fetch(new URL('/api/mcp', url), {
+        headers: {
+          authorization: `Bearer ${bot.key}`,
+          accept: 'text/event-stream',
+          'mcp-session-id': s,
+          ...(lastEventId && { 'last-event-id': lastEventId }),
+        },
+        signal: ctl.signal,
+      });
+      expect(res.status).toBe(200);
+      const reader = res.body!.getReader();
+      let text = '';
+      let taken = 0;
+      const next = async () => {
+        const deadline = Date.now() + 15_000;
+        while (parseSse(text).length <= taken && Date.now() < deadline)
+          text += new TextDecoder().decode((await reader.read()).value);
+        const ev = parseSse(text)[taken++];
+        if (!ev) throw new Error('no event on the stream');
+        return ev;
+      };
+      return { next, close: () => ctl.abort() };
+    };
+    const join = async (via: string) => {
+      const ch = await w.channel(w.admin.api);
+      const r = await fetch(`${via}/api/channels/${ch}/members`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${w.admin.token}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ bot_id: bot.id }),
+      });
+      expect(r.status).toBe(201);
+    };
+    const position = (id: string | undefined) => Number(/^o(\d+)$/.exec(id ?? '')?.[1]);
+
+    // On A: a change arrives with the outbox position as its id.
+    const first = await open(a.url);
+    await join(b.url);
+    const seen = await first.next();
+    expect(JSON.parse(seen.data).method).toBe('notifications/resources/list_changed');
+    expect(position(seen.id)).toBeGreaterThan(0);
+    first.close();
+
+    // Away: the bot joins another channel. Back on B (which never held the stream) from that id.
+    await join(a.url);
+    const second = await open(b.url, seen.id);
+    const missed = await second.next();
+    expect(JSON.parse(missed.data).method).toBe('notifications/resources/list_changed');
+    expect(position(missed.id)).toBeGreaterThan(position(seen.id));
+    second.close();
+
+    // From the latest id nothing more is replayed: the first event on the stream is the next live
+    // change, past everything in the outbox before it was made.
+    const third = await open(a.url, missed.id);
+    const db = a.app.services.config.database;
+    if (db.kind !== 'postgres') throw new Error('expected PostgreSQL');
+    const head = await sql<{ p: string }>`select max(position) as p from events`.execute(
+      a.app.services.storage.stores.db,
+    );
+    await join(b.url);
+    const live = await third.next();
+    expect(position(live.id)).toBeGreaterThan(Number(head.rows[0]!.p));
+    third.close();
   });
 
   it('a key revoked on one instance is refused by both at once', async () => {

@@ -2,11 +2,17 @@ import type { Service } from '../runtime/lifecycle.js';
 import type { PublishedEvent } from './bus.js';
 import type { OutboxEvent, OutboxReader } from './outbox-reader.js';
 
-type Listener = (events: PublishedEvent[]) => void;
+/** `positions`: the outbox position of each of `events`, when the source has positions. */
+type Listener = (events: PublishedEvent[], positions?: number[]) => void;
 
 /** Committed events, each once and in commit order; `subscribe` answers the unsubscribe function. */
 export interface CommittedEvents {
   subscribe(listener: Listener): () => void;
+  /**
+   * Committed events after `position` (at most `limit`) and the position of each: a source with
+   * positions (the outbox) has it, so a consumer that kept a position can catch up on any instance.
+   */
+  readAfter?(position: number, limit: number): Promise<{ events: PublishedEvent[]; positions: number[] }>;
 }
 
 /**
@@ -37,11 +43,12 @@ export class OutboxCommittedEvents implements CommittedEvents, Service {
     const reader = this.#reader;
     if (!reader) throw new Error('OutboxCommittedEvents: readFrom(reader) before start');
     this.#unsubscribe = reader.subscribe('committed-events', await reader.head(), (rows) => {
-      if (this.#listeners.size > 0) {
+      if (this.#listeners.size > 0 && rows.length > 0) {
         const events = rows.map(toPublished);
+        const positions = rows.map((r) => r.position);
         for (const l of this.#listeners) {
           try {
-            l(events);
+            l(events, positions);
           } catch {
             // One consumer's bug must not keep the others from their events.
           }
@@ -49,6 +56,16 @@ export class OutboxCommittedEvents implements CommittedEvents, Service {
       }
       return Promise.resolve();
     });
+  }
+
+  async readAfter(
+    position: number,
+    limit: number,
+  ): Promise<{ events: PublishedEvent[]; positions: number[] }> {
+    const reader = this.#reader;
+    if (!reader) throw new Error('OutboxCommittedEvents: readFrom(reader) first');
+    const rows = await reader.readAfter(position, limit);
+    return { events: rows.map(toPublished), positions: rows.map((r) => r.position) };
   }
 
   async stop(): Promise<void> {

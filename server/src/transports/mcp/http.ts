@@ -483,7 +483,13 @@ export class McpEndpoint {
     });
     session.stream = stream;
     const last = headerValue(req.headers, 'last-event-id');
-    if (last !== undefined) for (const e of session.since(last)) stream.send(e.data, String(e.seq));
+    if (last === undefined) return;
+    // Attached first, then read: a change committed meanwhile is in the replay, or sent live, or both.
+    const before = session.notified;
+    const missed = await this.sessions.replay(session, last);
+    // A live notification sent meanwhile already told the client what the replay would.
+    if (session.stream === stream && session.notified === before)
+      for (const e of missed) stream.send(e.data, e.id);
   }
 
   /** DELETE: ends the session (its stream closes; later requests with its id answer 404). */

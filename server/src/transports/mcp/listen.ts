@@ -29,19 +29,19 @@ interface Listener {
   stream: SseStream;
 }
 
+/** The bots whose list of resources an event changes. */
+export function botsWithChangedResourcesOf(e: { type: string; data: Record<string, unknown> }): string[] {
+  if (e.type === 'member.joined' || e.type === 'member.left') {
+    return e.data.member_type === 'bot' ? [String(e.data.member_id)] : [];
+  }
+  return e.type === 'resources.changed' ? (e.data.bot_ids as string[]) : [];
+}
+
 /** The bots whose list of resources a batch of events changes. */
 export function botsWithChangedResources(
   events: readonly { type: string; data: Record<string, unknown> }[],
 ): string[] {
-  const out: string[] = [];
-  for (const e of events) {
-    if (e.type === 'member.joined' || e.type === 'member.left') {
-      if (e.data.member_type === 'bot') out.push(String(e.data.member_id));
-    } else if (e.type === 'resources.changed') {
-      out.push(...(e.data.bot_ids as string[]));
-    }
-  }
-  return out;
+  return events.flatMap(botsWithChangedResourcesOf);
 }
 
 export class ListenHub {

@@ -2,7 +2,7 @@ import { AppError } from '../../domain/errors.js';
 import type { CommittedEvents } from '../../events/committed.js';
 import type { Service } from '../../runtime/lifecycle.js';
 import type { BotActor } from '../../operations/context.js';
-import { botsWithChangedResources } from './listen.js';
+import { botsWithChangedResourcesOf } from './listen.js';
 import type { SessionSigner } from './session-token.js';
 import type { SseStream } from './sse.js';
 
@@ -10,8 +10,9 @@ import type { SseStream } from './sse.js';
  * MCP sessions (`Mcp-Session-Id`) of the legacy (2025-era) protocol versions. The id is a signed,
  * self-describing token (session-token.ts: bot, key, negotiated version, expiry), so any instance
  * serves a session another one opened, without shared memory: an id this instance does not hold is
- * verified and adopted. What lives here is per instance: the GET stream, the event log for
- * `Last-Event-ID`, and the bookkeeping of the caps. A session ends on DELETE or when a cap ends it
+ * verified and adopted. The GET stream's notifications carry the outbox position of the change as
+ * their event id, so a stream resumes with `Last-Event-ID` on any instance (`replay`). What lives here
+ * is per instance: the GET stream, and the bookkeeping of the caps. A session ends on DELETE or when a cap ends it
  * (this instance then answers its id 404 until the id expires); the token expires
  * `WORKROOM_SESSION_TTL` after initialize. A session idle for `idleMs` is only forgotten here (its
  * log and stream state): its id stays valid, as it is on every other instance.
@@ -22,6 +23,9 @@ import type { SseStream } from './sse.js';
  * another tenant's (an adopted session is then served without being held).
  */
 const LOG_SIZE = 100;
+/** Outbox events read at most to resume a GET stream, and per read. */
+const REPLAY_MAX_EVENTS = 10_000;
+const REPLAY_PAGE = 1_000;
 
 export interface SessionLimits {
   perKey: number;
@@ -36,8 +40,10 @@ export class McpSession {
   lastSeen = Date.now();
   initialized = false;
   stream: SseStream | undefined;
+  /** Notifications sent or kept so far (a replay that raced a live one is not sent after it). */
+  notified = 0;
   #seq = 0;
-  readonly #log: { seq: number; data: string }[] = [];
+  readonly #log: { id: string; seq: number; data: string }[] = [];
 
   constructor(
     readonly id: string,
@@ -48,23 +54,29 @@ export class McpSession {
     readonly expiresAt: number,
   ) {}
 
-  /** The next event id of this session (also used for events of POST streams). */
+  /** The next event id of this session's POST streams (numbers, this instance's own). */
   nextEventId(): string {
     return String(++this.#seq);
   }
 
-  /** Sends a server message on the GET stream, or keeps it for a reconnecting client. */
-  notify(data: string): void {
+  /**
+   * Sends a server message on the GET stream, or keeps it for a reconnecting client. `position`: the
+   * outbox position of the change it reports; its event id is then `o<position>`, which any instance
+   * can resume from (SessionStore.replay).
+   */
+  notify(data: string, position?: number): void {
     const seq = ++this.#seq;
-    this.#log.push({ seq, data });
+    const id = position === undefined ? String(seq) : `o${position}`;
+    this.#log.push({ id, seq, data });
     if (this.#log.length > LOG_SIZE) this.#log.shift();
-    this.stream?.send(data, String(seq));
+    this.notified++;
+    this.stream?.send(data, id);
   }
 
-  /** Messages after `lastEventId` (resumption); none when the id is unknown or not a number. */
-  since(lastEventId: string): { seq: number; data: string }[] {
+  /** Messages of this instance's log after the numeric event id `lastEventId`; none for another id. */
+  since(lastEventId: string): { id: string; data: string }[] {
+    if (!/^\d+$/.test(lastEventId)) return [];
     const n = Number(lastEventId);
-    if (!Number.isInteger(n)) return [];
     return this.#log.filter((e) => e.seq > n);
   }
 
@@ -125,8 +137,11 @@ export class SessionStore implements Service {
     this.#timer.unref();
     // A bot added to or removed from a channel, added to a project, given a topic in one of its
     // projects or a new DM room, sees another list of resources.
-    this.#unsubscribe = this.bus.subscribe((events) => {
-      for (const botId of botsWithChangedResources(events)) this.notifyBot(botId, LIST_CHANGED);
+    this.#unsubscribe = this.bus.subscribe((events, positions) => {
+      events.forEach((e, i) => {
+        for (const botId of botsWithChangedResourcesOf(e))
+          this.notifyBot(botId, LIST_CHANGED, positions?.[i]);
+      });
     });
   }
 
@@ -215,8 +230,38 @@ export class SessionStore implements Service {
     s.close();
   }
 
-  notifyBot(botId: string, data: string): void {
-    for (const s of this.#sessions.values()) if (s.botId === botId) s.notify(data);
+  notifyBot(botId: string, data: string, position?: number): void {
+    for (const s of this.#sessions.values()) if (s.botId === botId) s.notify(data, position);
+  }
+
+  /**
+   * What a GET stream resuming from `lastEventId` missed. An id `o<position>` (a change read from the
+   * shared outbox) resumes on any instance: the outbox is read after that position and each change of
+   * this bot's resources found there is answered as it was sent live, with its own position, the
+   * last `LOG_SIZE` of them. Past `REPLAY_MAX_EVENTS` events the read stops and one more list_changed
+   * is answered with the position reached (a spare one costs the client a list; a missed one would
+   * leave it a stale one). A numeric id is this instance's own (its log of the last `LOG_SIZE`).
+   */
+  async replay(session: McpSession, lastEventId: string): Promise<{ id: string; data: string }[]> {
+    const m = /^o(\d+)$/.exec(lastEventId);
+    if (!m || !this.bus.readAfter) return session.since(lastEventId);
+    const out: { id: string; data: string }[] = [];
+    let position = Number(m[1]);
+    for (let read = 0; ;) {
+      const page = await this.bus.readAfter(position, REPLAY_PAGE);
+      page.events.forEach((e, i) => {
+        if (botsWithChangedResourcesOf(e).includes(session.botId))
+          out.push({ id: `o${page.positions[i]!}`, data: LIST_CHANGED });
+      });
+      read += page.events.length;
+      position = page.positions.at(-1) ?? position;
+      if (page.events.length < REPLAY_PAGE) break;
+      if (read >= REPLAY_MAX_EVENTS) {
+        out.push({ id: `o${position}`, data: LIST_CHANGED });
+        break;
+      }
+    }
+    return out.slice(-LOG_SIZE);
   }
 
   /**
