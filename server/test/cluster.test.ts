@@ -70,20 +70,23 @@ describe.skipIf(!process.env.DATABASE_URL)('three instances on one database behi
     const seconds = (performance.now() - started) / 1000;
     const accepted = answers.filter((a) => a.status === 200).length;
     const bound = BURST + seconds * RATE;
-    // Up to the last refusal the bucket was empty, so what the limit allowed until then was all
-    // spent: the lower bound is counted there (after it, the client may have been the slower side).
-    const lastRefusal = Math.max(...answers.filter((a) => a.status === 429).map((a) => a.at));
-    const acceptedBefore = answers.filter((a) => a.status === 200 && a.at <= lastRefusal).length;
-    const boundBefore = BURST + lastRefusal * RATE;
+    // Between the first refusal and the last the bucket was empty at both ends, so what it refilled in
+    // between was all spent: that is the lower bound. (Before the first one the client may have been
+    // slower than the refill, which a full bucket wastes; after the last one too.) Slack: the leases
+    // the three instances may hold (2 tokens each at 50/s) and the 10 requests in flight at each end.
+    const refusedAt = answers.filter((a) => a.status === 429).map((a) => a.at);
+    const [first, last] = [Math.min(...refusedAt), Math.max(...refusedAt)];
+    const acceptedBetween = answers.filter((a) => a.status === 200 && a.at > first && a.at <= last).length;
+    const refilled = (last - first) * RATE;
     console.log(
       `${answers.length} requests in ${seconds.toFixed(2)} s over 3 instances: ${accepted} accepted, ` +
-        `${refusals()} refused; the limit allows ${bound.toFixed(0)}; up to the last refusal ` +
-        `(${lastRefusal.toFixed(2)} s) ${acceptedBefore} accepted of ${boundBefore.toFixed(0)}`,
+        `${refusals()} refused; the limit allows ${bound.toFixed(0)}; between the first and the last ` +
+        `refusal (${first.toFixed(2)}–${last.toFixed(2)} s) ${acceptedBetween} accepted of ${refilled.toFixed(0)} refilled`,
     );
     expect(accepted + refusals()).toBe(answers.length);
     expect(refusals()).toBeGreaterThanOrEqual(50);
     expect(accepted).toBeLessThanOrEqual(bound * 1.1);
-    expect(acceptedBefore).toBeGreaterThanOrEqual(boundBefore * 0.9);
+    expect(acceptedBetween).toBeGreaterThanOrEqual(refilled * 0.9 - 2 * 10 - 3 * 2);
   });
 
   it('sign-in is throttled at the same attempt through the balancer as on one instance', async () => {

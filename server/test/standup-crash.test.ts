@@ -7,6 +7,7 @@ import {
   sleep,
   waitFor,
 } from './helpers/platform-bots.js';
+import { LiveClient } from './helpers/realtime.js';
 import { firstQuestions, StandupProcs } from './helpers/standup-proc.js';
 
 /**
@@ -37,11 +38,19 @@ describe('stand-ups across server restarts', () => {
     await answer(members[0]!.api, `/standup setup ${hhmm} daily UTC "${Q1}" window:2m remind:off`, {
       channel_id: channel,
     });
+    // The members are asked in the order they joined: the first DM means the job is sending. It is
+    // seen on the first member's live stream (milliseconds after it is written), so the kill comes
+    // while the others are still being asked.
+    const live = await LiveClient.connect(s.url, members[0]!.token);
     await s.proc!.setClock(at);
-    // The members are asked in the order they joined: the first DM means the job is sending.
-    await waitFor('the first DM', async () => (await asked(members[0]!)) > 0, 60_000);
+    await live.waitFor(
+      (m) =>
+        m.type === 'event' && m.event.event_type === 'message.created' && m.event.data.content?.includes(Q1),
+      60_000,
+    );
     const killedAt = await s.proc!.clockNow();
     await s.proc!.stop('SIGKILL');
+    live.ws.terminate();
     s.clockStart = killedAt;
     await s.start();
     // Past the killed server's claim (2 s) and the step it left pending (released after 60 s), well
