@@ -38,6 +38,7 @@ import { allRoutes } from './transports/http/routes/index.js';
 import { createHttpHandler } from './transports/http/server.js';
 import { OutboxCommittedEvents } from './events/committed.js';
 import { McpEndpoint } from './transports/mcp/http.js';
+import { BotSocketHub } from './transports/socket/hub.js';
 import { FANOUT_CURSOR } from './delivery/fanout.js';
 import { Readiness } from './metrics/health.js';
 import { noMetrics } from './metrics/hooks.js';
@@ -49,6 +50,8 @@ export interface RunningApp {
   services: Services;
   /** The WebSocket hub of GET /api/realtime. */
   realtime: RealtimeHub;
+  /** Bots' sockets of GET /api/bots/socket (docs/SOCKET.md). */
+  botSockets: BotSocketHub;
   /** The durable scheduler (docs/SCHEDULER.md). */
   scheduler: Scheduler;
   /** Base URL the server listens on, e.g. http://127.0.0.1:3000 */
@@ -152,7 +155,17 @@ export async function startApp(
   );
   lifecycle.add(committed.readFrom(outbox));
   const foreground = new ForegroundMeter();
-  lifecycle.add(new WebhookDeliveryService(services, outbox, { inProcess: builtinReceiver, foreground }));
+  // Bots' sockets (docs/SOCKET.md): one more transport of the delivery worker, and of slash commands.
+  const botSockets = lifecycle.add(new BotSocketHub(services));
+  services.commands.useSockets(botSockets);
+  const deliveries = lifecycle.add(
+    new WebhookDeliveryService(services, outbox, {
+      inProcess: builtinReceiver,
+      socket: botSockets,
+      foreground,
+    }),
+  );
+  botSockets.onConnected = (botId) => void deliveries.worker.socketConnected(botId);
   const realtime = lifecycle.add(new RealtimeHub(services, new ReaderFeed(outbox)));
   services.commands.usePush(realtime); // ephemeral command replies reach the invoker's live connections
   if (storage.presence) {
@@ -277,7 +290,7 @@ export async function startApp(
       socket.destroy();
     }
   });
-  realtime.attach(server);
+  realtime.attach(server, [botSockets]);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(config.port, config.host, () => resolve());
@@ -321,6 +334,7 @@ export async function startApp(
       }
       server.closeAllConnections();
       await realtime.drain(deadline); // upgraded sockets would keep the server open
+      await botSockets.drain(deadline);
       await closed;
       await lifecycle.stop(deadline);
       await storage.close();
@@ -331,6 +345,7 @@ export async function startApp(
     server,
     services,
     realtime,
+    botSockets,
     scheduler,
     url,
     close,

@@ -108,10 +108,11 @@ describe(`store contract: deliveries (${dialectName()})`, () => {
     expect(await d().lockCursor(name, at(2), false)).toBe(6);
   });
 
-  it('subscribers: active, not deleted bots with a webhook, per organization; built-in ones only when asked; none for no organization', async () => {
+  it('subscribers: active, not deleted custom bots (webhook or socket), per organization; built-in ones only when asked; none for no organization', async () => {
     const other = (await storage.stores.orgs.create('Other')).id;
     const hook = await w.bot();
-    await w.bot({ webhook_url: null });
+    // No webhook URL: it may receive over its socket (docs/SOCKET.md).
+    const socket = await w.bot({ webhook_url: null });
     await w.bot({ status: 'disabled' });
     const gone = await w.bot();
     await storage.stores.bots.softDelete(gone.id, at(0));
@@ -119,9 +120,9 @@ describe(`store contract: deliveries (${dialectName()})`, () => {
     const foreign = await w.bot({ org_id: other });
     const ids = async (orgs: string[], b: boolean) =>
       (await d().subscribers(orgs, b)).map((s) => s.bot_id).sort();
-    expect(await ids([orgId], false)).toEqual([hook.id]);
-    expect(await ids([orgId], true)).toEqual([hook.id, builtin.id].sort());
-    expect(await ids([orgId, other], false)).toEqual([hook.id, foreign.id].sort());
+    expect(await ids([orgId], false)).toEqual([hook.id, socket.id].sort());
+    expect(await ids([orgId], true)).toEqual([hook.id, socket.id, builtin.id].sort());
+    expect(await ids([orgId, other], false)).toEqual([hook.id, socket.id, foreign.id].sort());
     expect(await ids([], true)).toEqual([]);
     expect((await d().subscribers([orgId], true)).find((s) => s.bot_id === builtin.id)).toMatchObject({
       org_id: orgId,

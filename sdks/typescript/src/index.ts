@@ -16,6 +16,8 @@ export {
   type CommandReply,
   type Logger,
 } from './webhooks/receiver.js';
+export { SocketReceiver, type SocketReceiverOptions, type SocketHandlerContext } from './socket/receiver.js';
+export { UpgradeRefused } from './socket/ws.js';
 export {
   verifySignature,
   type VerifyOptions,

@@ -110,6 +110,11 @@ const envSchema = z.object({
     (cidrs) => cidrs.every((c) => ipaddr.isValidCIDR(c)),
     'must be comma-separated CIDR ranges, e.g. 10.20.0.0/16,fd00::/8',
   ),
+  WORKROOM_SOCKET_LEASE: duration('5m'),
+  WORKROOM_SOCKET_HEARTBEAT: duration('25s'),
+  WORKROOM_SOCKETS_PER_BOT: int(10, 1, 1000),
+  WORKROOM_SOCKET_MAX_ATTEMPTS: int(20, 1, 1000),
+  WORKROOM_SOCKET_WAIT: duration('24h'),
   WORKROOM_MCP_SESSIONS: bool(true),
   WORKROOM_MCP_ALLOWED_ORIGINS: list,
   WORKROOM_MCP_MAX_BATCH: int(50, 1, 1000),
@@ -242,6 +247,19 @@ export interface Config {
     perEndpointConcurrency: number;
     /** Share (0–1] of the slots one organization may hold while others are active or waiting. */
     orgShare: number;
+  };
+  /** Bot sockets (docs/SOCKET.md): deliveries over a WebSocket the bot opens. */
+  sockets: {
+    /** An unacknowledged delivery is sent again this long after it was sent. */
+    leaseMs: number;
+    /** Ping interval; a peer that does not answer within it is cut off. */
+    heartbeatMs: number;
+    /** Sockets one bot may hold open at once (on one instance). */
+    perBot: number;
+    /** Attempts over sockets (closed before the ack, lease expired) after which a delivery fails. */
+    maxAttempts: number;
+    /** A delivery of a bot with no webhook URL waits this long for a socket, then fails. */
+    waitMs: number;
   };
   mcp: {
     sessions: boolean;
@@ -399,6 +417,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       concurrency: e.WORKROOM_WEBHOOK_CONCURRENCY,
       perEndpointConcurrency: e.WORKROOM_WEBHOOK_CONCURRENCY_PER_ENDPOINT,
       orgShare: e.WORKROOM_WEBHOOK_ORG_SHARE,
+    },
+    sockets: {
+      leaseMs: e.WORKROOM_SOCKET_LEASE,
+      heartbeatMs: e.WORKROOM_SOCKET_HEARTBEAT,
+      perBot: e.WORKROOM_SOCKETS_PER_BOT,
+      maxAttempts: e.WORKROOM_SOCKET_MAX_ATTEMPTS,
+      waitMs: e.WORKROOM_SOCKET_WAIT,
     },
     mcp: {
       sessions: e.WORKROOM_MCP_SESSIONS,

@@ -5,6 +5,7 @@ import type { Clock } from '../runtime/clock.js';
 import type { DeliveryTarget } from '../storage/stores/deliveries.js';
 import type { Claimed } from './claim.js';
 import type { InProcessReceiver } from './in-process.js';
+import { SOCKET_LOG, type SocketTransport } from './socket.js';
 import { OutboundError, type OutboundClient } from '../outbound/client.js';
 import type { Pacer } from './pacer.js';
 import { signDelivery, signingKeyObject } from '../outbound/sign.js';
@@ -40,6 +41,13 @@ export interface AttemptResult {
   receiver?: 'abort-message' | 'disable' | undefined;
   error?: string | undefined;
   snippet?: string | undefined;
+  /**
+   * Socket attempts (socket.ts): `closed` and `expired` are sent again at once (up to
+   * WORKROOM_SOCKET_MAX_ATTEMPTS); `waiting` is no attempt at all (no URL, no socket): the row waits.
+   */
+  socket?: 'closed' | 'expired' | 'waiting' | undefined;
+  /** The transport that carried it (metrics). */
+  via?: 'socket' | undefined;
 }
 
 export interface AttemptOptions {
@@ -49,6 +57,8 @@ export interface AttemptOptions {
   previousEncryptionKeys: readonly Buffer[];
   client: OutboundClient;
   inProcess: InProcessReceiver | undefined;
+  /** Bots' sockets on this instance (socket.ts); without it, deliveries go by HTTP only. */
+  socket: SocketTransport | undefined;
   clock: Clock;
   pacer: Pacer;
   /** Aborted at shutdown: attempts in flight end as `cancelled`. */
@@ -93,8 +103,12 @@ export class Attempter {
             durationMs: 0,
             error: 'built-in bots are not running on this server; not sent',
           };
+    // A bot's socket is preferred while it is connected; its webhook URL serves otherwise (docs/SOCKET.md).
+    if (this.#o.socket?.connected(target.bot_id)) return this.#deliverSocket(c, this.#o.socket);
     if (!target.webhook_url)
-      return { final: true, notSent: true, durationMs: 0, error: 'the bot has no webhook URL; not sent' };
+      return this.#o.socket
+        ? { notSent: true, socket: 'waiting', durationMs: 0, error: SOCKET_LOG.waiting }
+        : { final: true, notSent: true, durationMs: 0, error: 'the bot has no webhook URL; not sent' };
     if (!target.secret_encrypted)
       return {
         notSent: true,
@@ -196,6 +210,45 @@ export class Attempter {
     } finally {
       clearTimeout(timer);
       if (onAbort) signal.removeEventListener('abort', onAbort);
+    }
+  }
+
+  /** Over one of the bot's sockets: the attempt lasts until the ack, the socket's close or the lease's end. */
+  async #deliverSocket(c: Claimed, socket: SocketTransport): Promise<AttemptResult> {
+    const { row, data } = c;
+    const t0 = performance.now();
+    const ms = () => Math.round(performance.now() - t0);
+    const r = await socket.deliver(
+      {
+        event_type: row.event_type,
+        event_id: row.event_id,
+        timestamp: row.event_created_at,
+        bot_id: row.bot_id,
+        data: JSON.parse(data) as unknown,
+        delivery_id: row.id,
+        attempt: row.attempts + 1,
+      },
+      this.#o.signal,
+    );
+    const via = 'socket' as const;
+    switch (r.kind) {
+      case 'acked':
+        return { ok: true, durationMs: ms(), status: null, snippet: SOCKET_LOG.acked, via };
+      case 'nacked':
+        return { durationMs: ms(), status: null, error: SOCKET_LOG.nacked(r.reason), via };
+      case 'closed':
+        return { durationMs: ms(), status: null, error: SOCKET_LOG.closed, socket: 'closed', via };
+      case 'expired':
+        return {
+          durationMs: ms(),
+          status: null,
+          error: SOCKET_LOG.expired(r.leaseMs),
+          socket: 'expired',
+          timedOut: true,
+          via,
+        };
+      case 'cancelled':
+        return { durationMs: ms(), cancelled: true, via };
     }
   }
 

@@ -152,6 +152,11 @@ export class DueBook {
     if (exhausted) this.#skipped = skipped;
   }
 
+  /** Rows were made due behind the fan-out's back (a socket connected): nothing is known until the next look. */
+  forget(): void {
+    this.#unknown = true;
+  }
+
   /** Whether a new delivery of this bot may be handed over without overtaking one due in the table. */
   mayHandOver(botId: string): boolean {
     return !this.#unknown && (this.#waiting.get(botId) ?? 0) <= 0 && !this.#skipped.has(botId);

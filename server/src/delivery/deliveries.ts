@@ -4,6 +4,7 @@ import { Fanout } from './fanout.js';
 import type { InProcessReceiver } from './in-process.js';
 import { OutboundClient } from '../outbound/client.js';
 import { Pacer, type ForegroundMeter } from './pacer.js';
+import type { SocketTransport } from './socket.js';
 import { DeliveryWorker } from './worker.js';
 
 /**
@@ -24,7 +25,12 @@ export class WebhookDeliveryService {
   constructor(
     services: Services,
     reader: OutboxReader,
-    opts: { pollMs?: number; inProcess?: InProcessReceiver; foreground?: ForegroundMeter } = {},
+    opts: {
+      pollMs?: number;
+      inProcess?: InProcessReceiver;
+      socket?: SocketTransport;
+      foreground?: ForegroundMeter;
+    } = {},
   ) {
     const w = services.config.webhooks;
     const pacer = new Pacer(opts.foreground);
@@ -47,6 +53,8 @@ export class WebhookDeliveryService {
       isLeader: () => services.leader.isLeader,
       ...(opts.pollMs !== undefined && { pollMs: opts.pollMs }),
       ...(opts.inProcess && { inProcess: opts.inProcess }),
+      ...(opts.socket && { socket: opts.socket }),
+      sockets: services.config.sockets,
     });
     this.fanout = new Fanout(services.storage, reader, services.log, this.worker, pacer);
   }

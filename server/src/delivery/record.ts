@@ -10,6 +10,7 @@ import type { Stores } from '../storage/stores/index.js';
 import type { AttemptResult } from './attempt.js';
 import type { Claimed } from './claim.js';
 import { MAX_RETRY_AFTER_MS, parseRetryAfterMs, retryDelayMs } from './schedule.js';
+import { SOCKET_LOG } from './socket.js';
 import type { Throughput } from './throughput.js';
 
 /**
@@ -35,6 +36,8 @@ export interface RecorderOptions {
   storage: Storage;
   log: Logger;
   webhooks: Config['webhooks'];
+  /** Socket attempts' own budget and wait (socket.ts). */
+  sockets: Config['sockets'];
   clock: Clock;
   throughput: Throughput;
   /** Shutting down: a failed write is not tried again (the leases end and the rows are sent again). */
@@ -147,7 +150,12 @@ export class Recorder {
       });
     }
     await stores.deliveries.recordDelivered(delivered, now);
-    for (const f of batch) if (!f.result.ok) await recordFailure(stores, f, now, this.#o.webhooks);
+    for (const f of batch) {
+      if (f.result.ok) continue;
+      if (f.result.socket === 'waiting')
+        await recordWaiting(stores, f, now, this.#o.webhooks, this.#o.sockets);
+      else await recordFailure(stores, f, now, this.#o.webhooks, this.#o.sockets);
+    }
     for (const f of batch) if (asksSomething(f.result)) await honourReceiver(stores, f, now);
   }
 }
@@ -202,11 +210,44 @@ async function honourReceiver(stores: Stores, f: Finished, now: string): Promise
 /** The delivery log's word for a message its receiver dropped. */
 export const ABORTED = 'aborted by the receiver (webhook-delivery: abort-message)';
 
+/**
+ * A bot with no webhook URL and no socket connected: nothing was sent, so no attempt is recorded; the
+ * row waits (its `last_error` says so), looked at again after the first retry delay and woken at once
+ * when one of the bot's sockets connects (`wakeWaiting`). After WORKROOM_SOCKET_WAIT it fails, quietly.
+ */
+async function recordWaiting(
+  stores: Stores,
+  { c }: Finished,
+  now: string,
+  webhooks: Config['webhooks'],
+  sockets: Config['sockets'],
+): Promise<void> {
+  const nowMs = Date.parse(now);
+  const { row } = c;
+  if (nowMs - Date.parse(row.created_at) >= sockets.waitMs) {
+    await stores.deliveries.update(row.id, {
+      state: 'failed',
+      last_error: SOCKET_LOG.gaveUp(sockets.waitMs),
+      next_attempt_at: now,
+      updated_at: now,
+    });
+    return;
+  }
+  const again = Math.min(webhooks.retryDelaysMs[0] ?? 60_000, sockets.waitMs);
+  await stores.deliveries.update(row.id, {
+    state: 'pending',
+    last_error: SOCKET_LOG.waiting,
+    next_attempt_at: new Date(nowMs + Math.max(1000, again)).toISOString(),
+    updated_at: now,
+  });
+}
+
 async function recordFailure(
   stores: Stores,
   { c, attempt, startedAt, result: r }: Finished,
   now: string,
   webhooks: Config['webhooks'],
+  sockets: Config['sockets'],
 ): Promise<void> {
   const { row, target } = c;
   await stores.deliveries.recordAttempt({
@@ -259,9 +300,15 @@ async function recordFailure(
     return;
   }
   const nowMs = Date.parse(now);
+  // A socket closed before the ack, or a lease ran out: sent again at once (the bot's next socket, or
+  // its webhook), within the sockets' own budget of attempts.
   const delay = r.final
     ? null
-    : retryDelayMs(attempt, webhooks.retryDelaysMs, r.retryAfter, Math.random, nowMs);
+    : r.socket === 'closed' || r.socket === 'expired'
+      ? attempt < sockets.maxAttempts
+        ? 0
+        : null
+      : retryDelayMs(attempt, webhooks.retryDelaysMs, r.retryAfter, Math.random, nowMs);
   if (delay === null) {
     await stores.deliveries.update(row.id, {
       ...common,
@@ -289,7 +336,8 @@ async function recordFailure(
       next_attempt_at: next,
     });
   }
-  if (!target || r.final) return;
+  // A socket that closed or a slow ack says nothing about the bot's webhook endpoint.
+  if (!target || r.final || r.socket !== undefined) return;
   const health = await stores.deliveries.countFailure(row.bot_id, now);
   const limit = webhooks.pauseAfter;
   if (limit > 0 && health.consecutive_failures >= limit && !health.paused_at) {
@@ -373,4 +421,21 @@ export async function handBack(
       .where('state', '=', 'pending')
       .execute(),
   );
+}
+
+/**
+ * One of the bot's sockets connected: its deliveries waiting for a socket (`recordWaiting`) are due
+ * again, since their event's time (so a claim takes them in outbox order, before later rows); how many.
+ */
+export async function wakeWaiting(storage: Storage, botId: string): Promise<number> {
+  const res = await storage.transaction((s) =>
+    s.db
+      .updateTable('webhook_deliveries')
+      .set((eb) => ({ next_attempt_at: eb.ref('event_created_at') }))
+      .where('bot_id', '=', botId)
+      .where('state', '=', 'pending')
+      .where('last_error', '=', SOCKET_LOG.waiting)
+      .executeTakeFirst(),
+  );
+  return Number(res.numUpdatedRows);
 }

@@ -10,7 +10,8 @@ import { Dispatcher, type BotSlots } from './dispatch.js';
 import type { InProcessReceiver } from './in-process.js';
 import type { OutboundClient } from '../outbound/client.js';
 import type { Pacer } from './pacer.js';
-import { handBack, Recorder } from './record.js';
+import { handBack, Recorder, wakeWaiting } from './record.js';
+import type { SocketTransport } from './socket.js';
 import { roundOf, type Endpoint } from './slots.js';
 import { Throughput } from './throughput.js';
 import type { MetricsHooks } from '../metrics/hooks.js';
@@ -79,6 +80,10 @@ export interface WorkerOptions {
   pollMs?: number;
   /** Receives the deliveries of built-in bots; without it they are not sent (they fail, final). */
   inProcess?: InProcessReceiver;
+  /** Bots' sockets on this instance (socket.ts, docs/SOCKET.md); without it, HTTP only. */
+  socket?: SocketTransport;
+  /** The sockets' lease, attempt budget and wait; default: the configuration's defaults. */
+  sockets?: Config['sockets'];
   /** Paces background work while requests are served (delivery/pacer.ts). */
   pacer?: Pacer;
   /** Business time (see "Time" above); default: the system clock. */
@@ -88,6 +93,14 @@ export interface WorkerOptions {
   /** Whether this instance does the singleton work (pruning; scheduler/leader.ts); default: yes. */
   isLeader?: () => boolean;
 }
+
+const DEFAULT_SOCKETS: Config['sockets'] = {
+  leaseMs: 300_000,
+  heartbeatMs: 25_000,
+  perBot: 10,
+  maxAttempts: 20,
+  waitMs: 86_400_000,
+};
 
 export class DeliveryWorker {
   readonly #o: WorkerOptions;
@@ -145,6 +158,7 @@ export class DeliveryWorker {
       previousEncryptionKeys: opts.previousEncryptionKeys ?? [],
       client: opts.client,
       inProcess: opts.inProcess,
+      socket: opts.socket,
       clock: this.#clock,
       pacer: this.#t.pacer,
       signal: this.#abort.signal,
@@ -153,6 +167,7 @@ export class DeliveryWorker {
       storage: opts.storage,
       log: opts.log,
       webhooks: opts.webhooks,
+      sockets: opts.sockets ?? DEFAULT_SOCKETS,
       clock: this.#clock,
       throughput: this.#t,
       stopping: () => this.#stopping,
@@ -225,6 +240,20 @@ export class DeliveryWorker {
   /** The fan-out inserted `n` due (not handed over) deliveries of this bot: they go first. */
   noteBacklog(botId: string, n = 1): void {
     this.#due.count(botId, n);
+  }
+
+  /**
+   * One of the bot's sockets connected to this instance: its deliveries waiting for a socket are due
+   * now (in outbox order), and the fan-out hands nothing over until a claim has looked at them.
+   */
+  async socketConnected(botId: string): Promise<void> {
+    if (this.#stopping) return;
+    try {
+      if ((await wakeWaiting(this.#o.storage, botId)) > 0) this.#due.forget();
+    } catch (err) {
+      this.#o.log.warn({ err, botId }, 'could not wake the deliveries waiting for a socket');
+    }
+    this.wake();
   }
 
   // --- claiming ---
@@ -395,7 +424,7 @@ export class DeliveryWorker {
     const result = await this.#attempter.attempt(c);
     this.#o.metrics?.webhookAttempt(
       outcomeOf(result),
-      c.target?.builtin ? 'in_process' : 'http',
+      result.via ?? (c.target?.builtin ? 'in_process' : 'http'),
       result.durationMs / 1000,
     );
     if (result.cancelled) {

@@ -24,7 +24,7 @@ export type WebhookAttemptOutcome =
   | 'not_sent' // nothing to send to (no URL, no secret, bot disabled)
   | 'cancelled'; // cut off by shutdown (handed back, sent again later)
 
-export type WebhookTransport = 'http' | 'in_process';
+export type WebhookTransport = 'http' | 'in_process' | 'socket';
 
 /** Who refused a request for coming too fast or too many. */
 export type Limiter =

@@ -37,7 +37,7 @@ const ATTEMPT_OUTCOMES: WebhookAttemptOutcome[] = [
   'not_sent',
   'cancelled',
 ];
-const TRANSPORTS: WebhookTransport[] = ['http', 'in_process'];
+const TRANSPORTS: WebhookTransport[] = ['http', 'in_process', 'socket'];
 const JOB_OUTCOMES: JobOutcome[] = ['succeeded', 'retrying', 'failed', 'missed', 'abandoned', 'cancelled'];
 const METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']);
 
@@ -88,7 +88,7 @@ export class PromMetrics implements MetricsHooks {
     );
     this.#attempts = new Counter({
       name: 'workroom_webhook_attempts_total',
-      help: 'Webhook delivery attempts by outcome and transport (http, in_process for built-in bots)',
+      help: 'Webhook delivery attempts by outcome and transport (http, in_process for built-in bots, socket for bot sockets)',
       labelNames: ['outcome', 'transport'],
       registers,
     });

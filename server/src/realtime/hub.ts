@@ -36,6 +36,11 @@ import { invalidates, PUSHED_EVENT_TYPES, VisibilityCache } from './visibility.j
  * per organization and in all (`ResumeGate`) and run in slices of at most `replaySliceMs` per turn of
  * the event loop (`ReplayPacer`), so that no client's resume holds up another tenant's requests.
  */
+/** Takes an upgrade request for its path (true), or leaves it (false). */
+export interface UpgradeHandler {
+  handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): boolean;
+}
+
 export class RealtimeHub {
   readonly name = 'realtime';
   readonly limits: RealtimeLimits;
@@ -121,13 +126,19 @@ export class RealtimeHub {
     this.#heartbeat.unref();
   }
 
-  /** Hooks the hub onto the HTTP server's upgrade requests; other upgrade paths answer 404. */
-  attach(server: Server): void {
+  /**
+   * Hooks the hub onto the HTTP server's upgrade requests; `others` take the paths it does not (bot
+   * sockets, transports/socket/hub.ts); any other path answers 404.
+   */
+  attach(server: Server, others: readonly UpgradeHandler[] = []): void {
     server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
       socket.on('error', () => socket.destroy());
       // A listener that throws would end the process: whatever goes wrong ends this socket only.
       try {
-        if (!this.handleUpgrade(req, socket, head)) {
+        if (
+          !this.handleUpgrade(req, socket, head) &&
+          !others.some((o) => o.handleUpgrade(req, socket, head))
+        ) {
           socket.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
         }
       } catch (err) {

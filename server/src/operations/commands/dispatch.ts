@@ -82,12 +82,41 @@ export interface InProcessCommandHandler {
   run(builtin: string, command: BuiltinCommand): Promise<unknown>;
 }
 
+/**
+ * Bots' sockets (transports/socket/hub.ts, docs/SOCKET.md): a bot with a socket open to this instance
+ * gets its commands over it, and its ack's `response` is the reply (as a webhook's JSON answer is).
+ */
+export interface SocketCommands {
+  connected(botId: string): boolean;
+  command(envelope: SocketCommandEnvelope, timeoutMs: number): Promise<SocketCommandOutcome>;
+}
+
+/** A command as a socket frame carries it (the shape of delivery/socket.ts's SocketEnvelope). */
+export interface SocketCommandEnvelope {
+  event_type: string;
+  event_id: string;
+  timestamp: string;
+  bot_id: string;
+  data: unknown;
+  delivery_id: string;
+  attempt: number;
+}
+
+/** How it ended (the shape of delivery/socket.ts's SocketOutcome). */
+export type SocketCommandOutcome =
+  | { kind: 'acked'; response?: unknown }
+  | { kind: 'nacked'; reason?: string }
+  | { kind: 'closed' }
+  | { kind: 'expired'; leaseMs: number }
+  | { kind: 'cancelled' };
+
 /** The long-lived part: the outbound client (keep-alive pools), token keys, the live push and use counts. */
 export class CommandDispatcher {
   readonly tokens: ResponseTokens;
   readonly #client: OutboundClient;
   #push: UserPush = { pushToUser: () => 0 };
   #inProcess: InProcessCommandHandler | undefined;
+  #sockets: SocketCommands | undefined;
   readonly #uses = new Map<string, { count: number; expiresAt: number }>();
 
   constructor(
@@ -122,6 +151,19 @@ export class CommandDispatcher {
 
   get inProcess(): InProcessCommandHandler | undefined {
     return this.#inProcess;
+  }
+
+  /** The bots' sockets (transports/socket/hub.ts), wired by app.ts. */
+  useSockets(sockets: SocketCommands): void {
+    this.#sockets = sockets;
+  }
+
+  get sockets(): SocketCommands | undefined {
+    return this.#sockets;
+  }
+
+  get timeoutMs(): number {
+    return this.config.webhooks.timeoutMs;
   }
 
   pushToUser(userId: string, message: Record<string, unknown>): number {
@@ -173,6 +215,9 @@ export async function dispatchInvocation(
   });
   const bot = await services.storage.stores.bots.get(inv.botId);
   if (bot?.builtin) return dispatchInProcess(services, inv, bot.builtin, data, invokedAt);
+  // A bot's socket is preferred while it is connected (docs/SOCKET.md).
+  const sockets = services.commands.sockets;
+  if (bot && sockets?.connected(bot.id)) return dispatchSocket(services, sockets, inv, data, invokedAt);
   if (!bot?.webhook_url) {
     return none('no_webhook', 'The bot has no webhook URL: the command was recorded (command.invoked) only');
   }
@@ -297,6 +342,71 @@ async function dispatchInProcess(
   }
   try {
     return { delivery, reply: await postReply(services, inv, r.data), reply_error: null };
+  } catch (err) {
+    if (!isAppError(err)) throw err;
+    return { delivery, reply: null, reply_error: `The bot's reply was not posted: ${err.message}` };
+  }
+}
+
+/**
+ * A command over the bot's socket: the command.invoked event as a socket frame (its delivery id is the
+ * invocation id); the ack, within the webhook time-out, may carry the reply as `response`.
+ */
+async function dispatchSocket(
+  services: Services,
+  sockets: SocketCommands,
+  inv: Invocation,
+  data: Record<string, unknown>,
+  invokedAt: string,
+): Promise<DispatchResult> {
+  const t0 = performance.now();
+  const timeoutMs = services.commands.timeoutMs;
+  const r = await sockets.command(
+    {
+      event_type: 'command.invoked',
+      event_id: inv.invocationId,
+      timestamp: invokedAt,
+      bot_id: inv.botId,
+      data,
+      delivery_id: inv.invocationId,
+      attempt: 1,
+    },
+    timeoutMs,
+  );
+  const duration_ms = Math.round(performance.now() - t0);
+  if (r.kind !== 'acked') {
+    const message =
+      r.kind === 'expired'
+        ? `The bot did not acknowledge the command over its socket within ${timeoutMs} ms`
+        : r.kind === 'nacked'
+          ? `The bot refused the command${r.reason ? `: ${r.reason}` : ''}`
+          : "The bot's socket closed before it acknowledged the command";
+    return {
+      delivery: {
+        status: r.kind === 'expired' ? 'timeout' : 'failed',
+        http_status: null,
+        duration_ms,
+        message,
+      },
+      reply: null,
+      reply_error: null,
+    };
+  }
+  const delivery = {
+    status: 'delivered' as const,
+    http_status: null,
+    duration_ms,
+    message: 'The bot received the command over its socket',
+  };
+  if (r.response === undefined || r.response === null) return { delivery, reply: null, reply_error: null };
+  const text = JSON.stringify(r.response);
+  if (Buffer.byteLength(text) > MAX_ANSWER_BYTES)
+    return { delivery, reply: null, reply_error: 'The bot answered invalid or over-long JSON' };
+  const parsed = parseAnswer(text);
+  if (typeof parsed === 'string') return { delivery, reply: null, reply_error: parsed };
+  if (parsed === null) return { delivery, reply: null, reply_error: null };
+  try {
+    return { delivery, reply: await postReply(services, inv, parsed), reply_error: null };
   } catch (err) {
     if (!isAppError(err)) throw err;
     return { delivery, reply: null, reply_error: `The bot's reply was not posted: ${err.message}` };

@@ -132,11 +132,9 @@ const subscribersOf = (builtin: boolean) =>
       .where('org_id', '=', org_id)
       .where('deleted_at', 'is', null)
       .where('status', '=', 'active')
-      .where((eb) =>
-        builtin
-          ? eb.or([eb('webhook_url', 'is not', null), eb('builtin', 'is not', null)])
-          : eb('webhook_url', 'is not', null),
-      ),
+      // Custom bots with or without a webhook URL (a bot without one receives over its socket,
+      // docs/SOCKET.md; its rows wait for a socket); built-in bots only with an in-process receiver.
+      .where((eb) => (builtin ? eb.lit(true) : eb('builtin', 'is', null))),
   );
 const SUBSCRIBERS = subscribersOf(false);
 const SUBSCRIBERS_WITH_BUILTIN = subscribersOf(true);
@@ -263,8 +261,8 @@ export class DeliveryStore {
   }
 
   /**
-   * Bots of these organizations that can receive deliveries: active, not deleted, with a webhook URL
-   * (or built in, when `builtin` is true: they receive in process), with their subscriptions. One
+   * Bots of these organizations that can receive deliveries: active, not deleted, custom (by webhook or
+   * socket) or built in when `builtin` is true (they receive in process), with their subscriptions. One
    * prepared statement per organization: the fan-out asks for every batch of events.
    */
   async subscribers(orgIds: string[], builtin: boolean): Promise<Subscriber[]> {
