@@ -184,6 +184,27 @@ async function main(): Promise<void> {
     await light.getByRole('region', { name: 'People' }).getByText('Sara Kim').waitFor();
     await shot(light, 'admin-people', true);
 
+    // A live poll in #releases (the poll bot, built in): posted from the composer, three votes by API.
+    await light.goto(`${server.url}/#/channel/${releases}`);
+    const composer = light.getByRole('textbox', { name: 'Message' });
+    await composer.fill('/poll "Which day do we ship 2.14?" Tuesday Wednesday Thursday --closes 1d');
+    await composer.press('Enter');
+    const poll = light.getByRole('article').filter({ hasText: 'Which day do we ship 2.14?' });
+    await poll.getByRole('button', { name: 'Wednesday' }).waitFor();
+    const posted = expectStatus(await maya.api.get(`/api/channels/${releases}/messages`), 200).items as {
+      id: string;
+      actions: unknown[] | null;
+    }[];
+    const pollId = posted.find((m) => m.actions !== null)!.id;
+    for (const [who, choice] of [
+      [leo, 1],
+      [sara, 1],
+      [tom, 2],
+    ] as const)
+      await who.api.post(`/api/messages/${pollId}/actions`, { action_id: `vote-${choice}` });
+    await poll.getByText('3 votes', { exact: true }).waitFor();
+    await shot(light, 'chat-live-poll');
+
     await shot(await open(true, false), 'chat-dark-desktop');
     await shot(await open(false, true), 'chat-light-phone');
 
