@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EVENT_CATALOGUE, EVENT_TYPES, isEventType, type EventType } from '../src/domain/events.js';
+import { rawMcp, rawSession } from './helpers/mcp.js';
 import { expectStatus } from './helpers/client.js';
 import { Receiver } from './helpers/receiver.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
@@ -110,6 +111,10 @@ describe('emitted events match the catalogue', () => {
       201,
     );
     expectStatus(await owner.api.post(`/api/bots/${bot.id}/webhook/test`), 202);
+
+    // An MCP session ended with DELETE (mcp.session_ended, for the other instances).
+    const session = (await rawSession(srv.url, bot.key))!;
+    expect((await rawMcp(srv.url, { key: bot.key, session, method: 'DELETE' })).status).toBe(204);
 
     // A bot whose endpoint answers 410 is turned off and its owner notified (notification.created).
     const goneUrl = rx.hook(uniq('gone'), () => ({ status: 410 }));

@@ -304,6 +304,24 @@ describe.skipIf(!process.env.DATABASE_URL)('MCP sessions across two instances on
     third.close();
   });
 
+  it('a session ended with DELETE on one instance is ended on the other too', async () => {
+    const s = (await rawSession(a.url, bot.key))!;
+    const ping = (url: string) =>
+      rawMcp(url, { key: bot.key, session: s, body: { jsonrpc: '2.0', id: 1, method: 'ping' } });
+    // B serves it (and holds it from now on), then A ends it.
+    expect((await ping(b.url)).status).toBe(200);
+    expect((await rawMcp(a.url, { key: bot.key, session: s, method: 'DELETE' })).status).toBe(204);
+    expect((await ping(a.url)).status).toBe(404);
+    // B learns it from the outbox (mcp.session_ended), as soon as it reads it.
+    await expect.poll(async () => (await ping(b.url)).status, { timeout: 10_000, interval: 50 }).toBe(404);
+    // A session of the same key on B is not affected.
+    const other = (await rawSession(b.url, bot.key))!;
+    expect(
+      (await rawMcp(a.url, { key: bot.key, session: other, body: { jsonrpc: '2.0', id: 2, method: 'ping' } }))
+        .status,
+    ).toBe(200);
+  });
+
   it('a key revoked on one instance is refused by both at once', async () => {
     const victim = await w.bot(w.admin.api);
     const init = await rawMcp(b.url, {

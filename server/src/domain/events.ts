@@ -269,6 +269,15 @@ export const EVENT_CATALOGUE = {
       'Internal, never delivered to webhooks: the MCP resources (channels, topics, DM rooms) of these bots changed',
     data: z.object({ bot_ids: z.array(id) }),
   },
+  'mcp.session_ended': {
+    description:
+      'Internal, never delivered to webhooks: an MCP session (legacy protocol versions) ended on one instance (DELETE, or its key or organization at its cap); every instance answers its id 404 from then on',
+    data: z.object({
+      bot_id: id,
+      session_hash: z.string().describe('SHA-256 of the Mcp-Session-Id, hex (the id itself is not stored)'),
+      expires_at: ts.describe('When the id would have expired anyway: it need not be remembered after'),
+    }),
+  },
   'read_marker.updated': {
     description:
       "For one user only, never delivered to webhooks: the user marked a channel, topic or DM room read (pushed to that user's own live connections, so their other tabs and devices update its unread count)",
@@ -330,12 +339,14 @@ export const DIRECTED_EVENT_TYPES = [
 export const USER_EVENT_TYPES = ['read_marker.updated'] as const satisfies readonly EventType[];
 
 /**
- * Never delivered to webhooks (and not in the OpenAPI document's `webhooks`): resources.changed (MCP
- * sessions), notification.created (built-in bots) and the user events above (that user's live stream).
+ * Never delivered to webhooks (and not in the OpenAPI document's `webhooks`): resources.changed and
+ * mcp.session_ended (MCP sessions), notification.created (built-in bots) and the user events above
+ * (that user's live stream).
  */
 export const INTERNAL_EVENT_TYPES = [
   'resources.changed',
   'notification.created',
+  'mcp.session_ended',
   ...USER_EVENT_TYPES,
 ] as const satisfies readonly EventType[];
 

@@ -35,6 +35,7 @@ import { SSE_HEADERS, sseEvent, SseStream } from './sse.js';
 import { allowsBatches, HEADERLESS_VERSION, isLegacyVersion } from './versions.js';
 import { ListenHub } from './listen.js';
 import type { CommittedEvents } from '../../events/committed.js';
+import { announceMcpSessionEnded } from '../../operations/bots/mcp-sessions.js';
 import { checkModern, isModernRequest, modernResult } from './modern.js';
 
 const LOOPBACK = new Set(['localhost', '127.0.0.1', '[::1]']);
@@ -102,6 +103,10 @@ export class McpEndpoint {
           },
           new SessionSigner(services.encryptionKey),
           () => services.clock.now(),
+          (s) =>
+            announceMcpSessionEnded(services, s).catch((err: unknown) =>
+              services.log.error({ err }, 'could not tell the other instances that an MCP session ended'),
+            ),
         )
       : undefined;
     this.#listen = new ListenHub(events, m.sessionsPerKey);
@@ -499,7 +504,7 @@ export class McpEndpoint {
     if (!this.sessions) return refuse(rc.res, 405, 'Method Not Allowed: sessions are off', { allow: 'POST' });
     const session = this.#session(rc, actor);
     if (!session || this.#legacyVersion(rc, session) === undefined) return;
-    this.sessions.end(session.id);
+    await this.sessions.end(session);
     rc.res.writeHead(204);
     rc.res.end();
   }

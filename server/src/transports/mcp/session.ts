@@ -1,6 +1,7 @@
 import { AppError } from '../../domain/errors.js';
 import type { CommittedEvents } from '../../events/committed.js';
 import type { Service } from '../../runtime/lifecycle.js';
+import { mcpSessionHash } from '../../operations/bots/mcp-sessions.js';
 import type { BotActor } from '../../operations/context.js';
 import { botsWithChangedResourcesOf } from './listen.js';
 import type { SessionSigner } from './session-token.js';
@@ -12,8 +13,9 @@ import type { SseStream } from './sse.js';
  * serves a session another one opened, without shared memory: an id this instance does not hold is
  * verified and adopted. The GET stream's notifications carry the outbox position of the change as
  * their event id, so a stream resumes with `Last-Event-ID` on any instance (`replay`). What lives here
- * is per instance: the GET stream, and the bookkeeping of the caps. A session ends on DELETE or when a cap ends it
- * (this instance then answers its id 404 until the id expires); the token expires
+ * is per instance: the GET stream, and the bookkeeping of the caps. A session ends on DELETE or when a
+ * cap ends it, on every instance (an `mcp.session_ended` outbox event: each answers its id 404 until
+ * it expires, from the moment it reads the event); the token expires
  * `WORKROOM_SESSION_TTL` after initialize. A session idle for `idleMs` is only forgotten here (its
  * log and stream state): its id stays valid, as it is on every other instance.
  *
@@ -42,6 +44,8 @@ export class McpSession {
   stream: SseStream | undefined;
   /** Notifications sent or kept so far (a replay that raced a live one is not sent after it). */
   notified = 0;
+  /** How the outbox names this session when it ends (`mcp.session_ended`). */
+  readonly hash: string;
   #seq = 0;
   readonly #log: { id: string; seq: number; data: string }[] = [];
 
@@ -52,7 +56,9 @@ export class McpSession {
     readonly orgId: string,
     readonly protocolVersion: string,
     readonly expiresAt: number,
-  ) {}
+  ) {
+    this.hash = mcpSessionHash(id);
+  }
 
   /** The next event id of this session's POST streams (numbers, this instance's own). */
   nextEventId(): string {
@@ -120,7 +126,10 @@ export class SessionStore implements Service {
   readonly #sessions = new Map<string, McpSession>();
   readonly #byKey = new Groups();
   readonly #byOrg = new Groups();
-  /** Ids this instance ended (DELETE, caps) → their expiry: answered 404 here until then. */
+  /**
+   * Sessions ended on any instance (DELETE, caps; this one's and the others' `mcp.session_ended`),
+   * by hash → their expiry: answered 404 until then.
+   */
   readonly #ended = new Map<string, number>();
   #timer: NodeJS.Timeout | undefined;
   #unsubscribe: (() => void) | undefined;
@@ -130,6 +139,8 @@ export class SessionStore implements Service {
     private readonly limits: SessionLimits,
     private readonly signer: SessionSigner,
     private readonly now: () => number,
+    /** Tells the other instances a session ended (an outbox event); never rejects (it logs). */
+    private readonly announceEnded: (s: McpSession) => Promise<void> = () => Promise.resolve(),
   ) {}
 
   start(): void {
@@ -139,6 +150,7 @@ export class SessionStore implements Service {
     // projects or a new DM room, sees another list of resources.
     this.#unsubscribe = this.bus.subscribe((events, positions) => {
       events.forEach((e, i) => {
+        if (e.type === 'mcp.session_ended') this.#endedElsewhere(e.data.session_hash, e.data.expires_at);
         for (const botId of botsWithChangedResourcesOf(e))
           this.notifyBot(botId, LIST_CHANGED, positions?.[i]);
       });
@@ -148,7 +160,8 @@ export class SessionStore implements Service {
   async stop(): Promise<void> {
     clearInterval(this.#timer);
     this.#unsubscribe?.();
-    for (const id of [...this.#sessions.keys()]) this.end(id);
+    // Stopping ends no session: its id stays valid on the other instances and after a restart.
+    for (const s of [...this.#sessions.values()]) this.#forget(s);
   }
 
   /** A new session for the key of `actor`; throws `unavailable` when the store is full. */
@@ -171,8 +184,8 @@ export class SessionStore implements Service {
     const { perKey, perOrg, max } = this.limits;
     const keyGroup = `key:${s.keyId}`;
     const orgGroup = `org:${s.orgId}`;
-    if (this.#byKey.size(keyGroup) >= perKey) this.end(this.#byKey.leastRecent(keyGroup)!.id);
-    if (this.#byOrg.size(orgGroup) >= perOrg) this.end(this.#byOrg.leastRecent(orgGroup)!.id);
+    if (this.#byKey.size(keyGroup) >= perKey) void this.end(this.#byKey.leastRecent(keyGroup)!);
+    if (this.#byOrg.size(orgGroup) >= perOrg) void this.end(this.#byOrg.leastRecent(orgGroup)!);
     if (this.#sessions.size >= max) this.sweep();
     if (this.#sessions.size >= max) return undefined;
     this.#sessions.set(s.id, s);
@@ -202,8 +215,8 @@ export class SessionStore implements Service {
       held.lastSeen = Date.now();
       return held;
     }
-    if (this.#ended.has(id)) return undefined;
     const claim = this.signer.verify(id, now);
+    if (claim && this.#ended.has(mcpSessionHash(id))) return undefined;
     if (!claim || claim.botId !== actor.botId || claim.keyId !== actor.keyId) return undefined;
     const s = new McpSession(
       id,
@@ -216,11 +229,18 @@ export class SessionStore implements Service {
     return this.#hold(s) ?? s;
   }
 
-  end(id: string): void {
-    const s = this.#sessions.get(id);
-    if (!s) return;
-    this.#ended.set(id, s.expiresAt);
-    this.#forget(s);
+  /** Ends `s` here at once and, through the outbox, on every instance (resolves once that is written). */
+  end(s: McpSession): Promise<void> {
+    if (this.#ended.has(s.hash)) return Promise.resolve();
+    this.#ended.set(s.hash, s.expiresAt);
+    if (this.#sessions.get(s.id) === s) this.#forget(s);
+    return this.announceEnded(s);
+  }
+
+  /** Another instance (or this one) ended a session: its id is answered 404 here too. */
+  #endedElsewhere(hash: string, expiresAt: string): void {
+    this.#ended.set(hash, Date.parse(expiresAt));
+    for (const s of this.#sessions.values()) if (s.hash === hash) this.#forget(s);
   }
 
   #forget(s: McpSession): void {
