@@ -442,6 +442,10 @@ export class DeliveryWorker {
     await new Promise<void>((recorded) =>
       this.#recorder.push({ c, attempt: c.row.attempts + 1, startedAt, result, recorded }),
     );
+    // Recorded as waiting for a socket while one of the bot's sockets connected: that socket's wake-up
+    // may have come before this record, so the row is woken now (else it would wait for its next look).
+    if (result.socket === 'waiting' && this.#o.socket?.connected(c.row.bot_id))
+      void this.socketConnected(c.row.bot_id);
     return result.ok === true;
   }
 
