@@ -60,7 +60,7 @@ describe('bot API in the OpenAPI document', () => {
     }
     const dm = doc.paths['/api/bots/{botId}/dm-messages'].post;
     expect(dm['x-bot-scope']).toBe('messages:write');
-    expect(dm.parameters.map((p: any) => p.name)).toEqual(['botId', 'Idempotency-Key']);
+    expect(dm.parameters.map((p: any) => p.name)).toEqual(['botId', 'Idempotency-Key', 'X-Dry-Run']);
     expect(Object.keys(dm.requestBody.content['application/json'].schema.properties).sort()).toEqual([
       'actions',
       'content',

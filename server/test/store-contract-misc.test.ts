@@ -175,6 +175,7 @@ describe(`store contract: quotas, incoming tokens, notifications, tool calls, co
       error_code: null,
       duration_ms: 3,
       created_at: at(s),
+      detail: null,
     });
     await storage.stores.toolCalls.insertMany([
       t('t-a', 1, 'send'),

@@ -358,6 +358,7 @@ describe(`store contract (${process.env.DATABASE_URL ? 'postgres' : 'sqlite'})`,
       last_used_at: null,
       use_count: 0,
       revoked_at: null,
+      grants: null,
     });
     expect(await storage.stores.bots.findKeyByHash(hashSecret('k1'))).toMatchObject({
       key_id: keyId,

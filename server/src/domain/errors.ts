@@ -19,6 +19,9 @@ export const ERROR_CODES = [
   'headers_too_large', // the request line and headers are over Node's limit (16 KB)
   'rate_limited',
   'quota_exceeded', // the organization or user is at a quota (WORKROOM_QUOTA_*); the message names it
+  'grant_denied', // the bot key's grants do not allow this (tools, read_only, mentions_all); details.grant names it
+  'approval_required', // the key's grant says this tool needs approval (not supported yet: nothing was done)
+  'write_budget_exceeded', // the key's writes_per_hour budget is spent; retry after details.retryAfterSeconds
   'unavailable', // dependency down (database), shutting down
   'search_timeout', // a search ran out of its time budget (WORKROOM_SEARCH_TIMEOUT); narrow it
   'internal',
@@ -31,8 +34,10 @@ export interface ErrorDetails {
   field?: string;
   /** Scope the caller lacks (insufficient_scope). */
   scope?: string;
-  /** Seconds until a retry may succeed (rate_limited). */
+  /** Seconds until a retry may succeed (rate_limited, write_budget_exceeded). */
   retryAfterSeconds?: number;
+  /** The key grant that refused the call (grant_denied, approval_required, write_budget_exceeded). */
+  grant?: string;
 }
 
 export class AppError extends Error {

@@ -23,6 +23,17 @@ export const inOrg = (a: Actor, orgId: string): boolean => a.orgId === orgId || 
 export type Access = 'read' | 'write';
 
 /**
+ * A bot key's `containers` grant (domain/grants.ts): the key reads and acts only in the containers it
+ * names (a topic through itself or its project); elsewhere the container answers "not found", as one
+ * the bot is not a member of does.
+ */
+export function outsideGrant(actor: Actor, ...ids: (string | null | undefined)[]): boolean {
+  const allowed = actor.kind === 'bot' ? actor.grants?.containers : null;
+  if (!allowed) return false;
+  return !ids.some((id) => id != null && allowed.has(id));
+}
+
+/**
  * Channels: bots reach only channels they are members of. Users read public channels of their
  * organization and private ones they belong to; posting needs membership. Organization admins read
  * and manage every channel of their organization.
@@ -34,7 +45,7 @@ export async function loadChannel(
   access: Access,
 ): Promise<ChannelRow> {
   const ch = await stores.containers.getChannelFor(id, actorRef(actor));
-  if (!ch || !inOrg(actor, ch.org_id)) throw notFound('Channel');
+  if (!ch || !inOrg(actor, ch.org_id) || outsideGrant(actor, id)) throw notFound('Channel');
   const { is_member, ...row } = ch;
   if (!is_member && !isOrgAdmin(actor, ch.org_id) && !(actor.kind === 'user' && ch.is_private === 0))
     throw notFound('Channel');
@@ -47,7 +58,7 @@ export async function loadChannel(
 /** Projects: members (users or bots) and organization admins. */
 export async function loadProject(stores: Stores, actor: Actor, id: string): Promise<ProjectRow> {
   const p = await stores.containers.getProject(id);
-  if (!p || !inOrg(actor, p.org_id)) throw notFound('Project');
+  if (!p || !inOrg(actor, p.org_id) || outsideGrant(actor, id)) throw notFound('Project');
   if (isOrgAdmin(actor, p.org_id)) return p;
   if (await stores.containers.isMember('project', id, actorRef(actor))) return p;
   throw notFound('Project');
@@ -56,7 +67,7 @@ export async function loadProject(stores: Stores, actor: Actor, id: string): Pro
 /** Topics are reached through their project. */
 export async function loadTopic(stores: Stores, actor: Actor, id: string): Promise<TopicRow> {
   const t = await stores.containers.getTopicFor(id, actorRef(actor));
-  if (!t || !inOrg(actor, t.org_id)) throw notFound('Topic');
+  if (!t || !inOrg(actor, t.org_id) || outsideGrant(actor, id, t.project_id)) throw notFound('Topic');
   const { is_member, ...row } = t;
   if (is_member || isOrgAdmin(actor, t.org_id)) return row;
   throw notFound('Topic');
@@ -65,7 +76,7 @@ export async function loadTopic(stores: Stores, actor: Actor, id: string): Promi
 /** DM rooms: their members only (not even admins read other people's DMs). */
 export async function loadDmRoom(stores: Stores, actor: Actor, id: string): Promise<DmRoomRow> {
   const r = await stores.containers.getDmRoom(id);
-  if (!r || r.org_id !== actor.orgId) throw notFound('DM room');
+  if (!r || r.org_id !== actor.orgId || outsideGrant(actor, id)) throw notFound('DM room');
   if (await stores.containers.isMember('dm_room', id, actorRef(actor))) return r;
   throw notFound('DM room');
 }

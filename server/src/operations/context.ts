@@ -14,6 +14,7 @@ import type { LoginGuard } from './auth/login-guard.js';
 import type { IdempotencyClaim } from './idempotency.js';
 import type { MetricsHooks } from '../metrics/hooks.js';
 import type { ReadinessCheck } from '../metrics/health.js';
+import type { ActiveGrants } from '../domain/grants.js';
 
 /** Who is calling: a signed-in user or a bot with an API key. */
 export type Actor = UserActor | BotActor;
@@ -35,6 +36,8 @@ export interface BotActor {
   keyId: string;
   /** null = the key has no scopes, so it reaches everything. */
   scopes: string[] | null;
+  /** The key's grants (domain/grants.ts); absent or null: none, the key behaves as scopes say. */
+  grants?: ActiveGrants | null | undefined;
 }
 
 /** Long-lived server services, built once at start and shared by every request. */
@@ -89,6 +92,17 @@ export interface OpContext {
   requestId: string;
   /** The Idempotency-Key claim the operation's write completes (set by withIdempotency's caller). */
   idempotency?: IdempotencyClaim | undefined;
+  /**
+   * A dry run (docs/API.md, "Dry runs"): the operation's writes run in a transaction that is rolled
+   * back, their events are recorded here instead of emitted, and no write budget is spent.
+   */
+  dryRun?: DryRun | undefined;
+}
+
+/** What a dry run's writes would have done. */
+export interface DryRun {
+  /** Types of the events the writes would have emitted, in order. */
+  events: string[];
 }
 
 /** The member reference of an actor (as stored in member tables and sender columns). */

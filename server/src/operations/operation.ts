@@ -1,7 +1,8 @@
 import type { z } from 'zod';
 import { AppError } from '../domain/errors.js';
 import { scopesAllow, type Scope } from '../domain/scopes.js';
-import type { Actor, OpContext } from './context.js';
+import { MENTIONS_ALL_RE, toolOf, type ActiveGrants } from '../domain/grants.js';
+import type { Actor, BotActor, OpContext } from './context.js';
 
 export type ActorKind = Actor['kind'];
 
@@ -25,6 +26,16 @@ export interface Operation<S extends z.ZodType = z.ZodType, O = unknown> {
    * with the data (search) take more, so that a key cannot spend the server on them at the light rate.
    */
   rateCost?: number;
+  /**
+   * Whether it writes. Default: its scope ends in `:write`. A key whose grants say read_only cannot run
+   * a writing operation, and each run spends one of the key's `writes_per_hour`.
+   */
+  mutates?: boolean;
+  /**
+   * Whether it has a dry run (docs/API.md, "Dry runs"): its writes happen in `write()` alone, with no
+   * side effect before or after (files, outbound calls), so that rolling back the transaction undoes all.
+   */
+  dryRun?: boolean;
   run(ctx: OpContext, input: z.output<S>): Promise<O>;
 }
 
@@ -62,7 +73,7 @@ export function parseInput<S extends z.ZodType>(schema: S, raw: unknown): z.outp
 }
 
 /** Checks the caller kind and scope, validates the input, and runs the operation. */
-export function checkAccess(op: Operation, actor: Actor): void {
+export function checkAccess(op: Operation, actor: Actor, dryRun = false): void {
   if (!op.actors.includes(actor.kind)) {
     throw new AppError(
       'forbidden',
@@ -72,6 +83,99 @@ export function checkAccess(op: Operation, actor: Actor): void {
   if (actor.kind === 'bot' && op.scope && !scopesAllow(actor.scopes, op.scope)) {
     throw new AppError('insufficient_scope', `This API key lacks the scope ${op.scope}`, { scope: op.scope });
   }
+  if (actor.kind === 'bot' && actor.grants) checkStaticGrants(op, actor.grants, dryRun);
+}
+
+export const isWriting = (op: Operation): boolean =>
+  op.mutates ?? (typeof op.scope === 'string' && op.scope.endsWith(':write'));
+
+const denied = (grant: string, message: string) => new AppError('grant_denied', message, { grant });
+
+/**
+ * The grants that depend on the operation alone (tools, read_only, approval), checked next to the
+ * scope, before the input is read. `dryRun`: a dry run of a tool that needs approval is allowed
+ * (it does nothing; its report says that approval would be needed).
+ */
+export function checkStaticGrants(op: Operation, g: ActiveGrants, dryRun: boolean): void {
+  if (g.operations && !g.operations.has(op.name)) {
+    const tool = toolOf(op.name);
+    throw denied(
+      'tools',
+      tool
+        ? `This API key is not granted the tool ${tool} (grant tools)`
+        : `This API key may only call its granted tools (grant tools): ${op.name} is not one of them`,
+    );
+  }
+  if (g.readOnly && isWriting(op))
+    throw denied('read_only', 'This API key is read-only (grant read_only): it cannot write');
+  if (!dryRun && g.approvalOperations.has(op.name)) {
+    throw new AppError(
+      'approval_required',
+      `The tool ${toolOf(op.name) ?? op.name} needs approval under this API key's grants (grant approval); approval is not supported yet, so nothing was done`,
+      { grant: 'approval' },
+    );
+  }
+}
+
+/** The write budget's bucket of a key (shared by every instance on PostgreSQL). */
+const budgetKey = (actor: BotActor) => `grant-writes:${actor.keyId}`;
+
+/**
+ * The grants that depend on the input (mentions_all) and the write budget, checked once the input is
+ * valid. Returns a function that gives the budget token back (when the operation then fails), or
+ * undefined when none was taken. A dry run only asks whether a token is there.
+ */
+export async function checkInputGrants(
+  op: Operation,
+  ctx: OpContext,
+  input: unknown,
+): Promise<(() => Promise<void>) | undefined> {
+  const { actor } = ctx;
+  if (actor.kind !== 'bot' || !actor.grants) return undefined;
+  const g = actor.grants;
+  if (!isWriting(op)) return undefined;
+  if (!g.mentionsAll && input !== null && typeof input === 'object') {
+    const c = (input as { content?: unknown }).content;
+    if (typeof c === 'string' && MENTIONS_ALL_RE.test(c))
+      throw denied('mentions_all', 'This API key may not mention @all or @here (grant mentions_all)');
+  }
+  if (g.writesPerHour === null) return undefined;
+  const perHour = g.writesPerHour;
+  const d = await ctx.services.rateLimiter.take(
+    budgetKey(actor),
+    perHour / 3600,
+    perHour,
+    ctx.dryRun ? 0 : 1,
+  );
+  if (!d.allowed) {
+    throw new AppError(
+      'write_budget_exceeded',
+      `This API key's write budget (grant writes_per_hour: ${perHour}) is spent; retry in ${d.retryAfterSeconds} s`,
+      { grant: 'writes_per_hour', retryAfterSeconds: d.retryAfterSeconds },
+    );
+  }
+  if (ctx.dryRun) return undefined;
+  return async () => {
+    await ctx.services.rateLimiter.give(budgetKey(actor), perHour / 3600, perHour, 1);
+  };
+}
+
+/**
+ * Runs a checked operation (access already checked, input parsed): the input's grants and the write
+ * budget, then the operation; a write that fails gives its budget token back. A dry run needs an
+ * operation that has one.
+ */
+export async function runChecked<O>(op: Operation<z.ZodType, O>, ctx: OpContext, input: unknown): Promise<O> {
+  if (ctx.dryRun && !op.dryRun)
+    throw new AppError('invalid_input', `${op.name} has no dry run`, { field: 'dry_run' });
+  const giveBack = await checkInputGrants(op as Operation, ctx, input);
+  if (!giveBack) return op.run(ctx, input);
+  try {
+    return await op.run(ctx, input);
+  } catch (err) {
+    await giveBack().catch(() => undefined);
+    throw err;
+  }
 }
 
 export async function runOperation<S extends z.ZodType, O>(
@@ -79,6 +183,48 @@ export async function runOperation<S extends z.ZodType, O>(
   ctx: OpContext,
   raw: unknown,
 ): Promise<O> {
-  checkAccess(op as Operation, ctx.actor);
-  return op.run(ctx, parseInput(op.input, raw));
+  const { actor } = ctx;
+  if (actor.kind === 'bot' && actor.grants) {
+    try {
+      checkAccess(op as Operation, actor, ctx.dryRun !== undefined);
+      return await runChecked(op, ctx, parseInput(op.input, raw));
+    } catch (err) {
+      auditRefusal(ctx, op.name, err);
+      throw err;
+    }
+  }
+  checkAccess(op as Operation, actor, ctx.dryRun !== undefined);
+  return runChecked(op, ctx, parseInput(op.input, raw));
+}
+
+const GRANT_CODES = new Set(['grant_denied', 'approval_required', 'write_budget_exceeded']);
+
+/** Records a call its key's grants refused in the audit (the tool-call audit, surface rest). */
+function auditRefusal(ctx: OpContext, operation: string, err: unknown): void {
+  if (ctx.actor.kind !== 'bot' || !(err instanceof AppError) || !GRANT_CODES.has(err.code)) return;
+  ctx.services.toolCalls.record(ctx.actor, operation, 'tool_error', err.code, 0, {
+    surface: 'rest',
+    grant: err.details.grant,
+    dry_run: ctx.dryRun ? true : undefined,
+  });
+}
+
+/** What a dry run reports: the operation, its target, the result it would give, the events. */
+export function dryRunReport(
+  op: Operation,
+  ctx: OpContext,
+  input: Record<string, unknown>,
+  result: unknown,
+): Record<string, unknown> {
+  const target: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(input)) if (k.endsWith('_id') && typeof v === 'string') target[k] = v;
+  const g = ctx.actor.kind === 'bot' ? ctx.actor.grants : null;
+  return {
+    dry_run: true,
+    operation: op.name,
+    target,
+    result,
+    events: ctx.dryRun?.events ?? [],
+    approval_required: g?.approvalOperations.has(op.name) ?? false,
+  };
 }

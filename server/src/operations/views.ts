@@ -1,3 +1,4 @@
+import { KeyGrantsView, type KeyGrants } from '../domain/grants.js';
 import { z } from 'zod';
 import { MessageActions, readActions } from '../domain/actions.js';
 import type {
@@ -234,6 +235,7 @@ export const ApiKeyView = z.object({
   use_count: z.number(),
   revoked_at: nullableTs,
   state: z.enum(['active', 'revoked', 'expired']),
+  grants: KeyGrantsView.nullable().describe('null: no grants (the key reaches what its scopes allow)'),
 });
 export const apiKeyView = (k: BotApiKeyRow, now: string): z.infer<typeof ApiKeyView> => ({
   id: k.id,
@@ -247,6 +249,7 @@ export const apiKeyView = (k: BotApiKeyRow, now: string): z.infer<typeof ApiKeyV
   use_count: Number(k.use_count),
   revoked_at: k.revoked_at,
   state: k.revoked_at ? 'revoked' : k.expires_at !== null && k.expires_at <= now ? 'expired' : 'active',
+  grants: k.grants === null || k.grants === undefined ? null : (JSON.parse(k.grants) as KeyGrants),
 });
 
 /** `{ items: [...] }`: every list answers an object, so that fields can be added later. */

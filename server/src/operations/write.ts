@@ -3,7 +3,8 @@ import { newId } from '../domain/ids.js';
 import type { EventRow } from '../storage/schema.js';
 import type { Stores } from '../storage/stores/index.js';
 import { publishedEvent, type PublishedEvent } from '../events/bus.js';
-import type { OpContext, Services } from './context.js';
+import { AppError } from '../domain/errors.js';
+import type { DryRun, OpContext, Services } from './context.js';
 import { completeInWrite } from './idempotency.js';
 
 export interface WriteTx {
@@ -20,7 +21,11 @@ export interface WriteTx {
  * `outsideRequest(services)`, which carries none and so can never complete a request's claim. The
  * services alone are not accepted: an operation cannot lose its claim by passing `ctx.services`.
  */
-export type WriteContext = Pick<OpContext, 'services' | 'idempotency'>;
+export type WriteContext = Pick<OpContext, 'services' | 'idempotency'> &
+  Partial<Pick<OpContext, 'actor' | 'dryRun'>>;
+
+/** Thrown inside a dry run's transaction to roll it back (never escapes `write`). */
+const ROLLBACK = Symbol('dry run rollback');
 
 /** The context of a write made outside any request: no Idempotency-Key claim. */
 export const outsideRequest = (services: Services): WriteContext => ({ services, idempotency: undefined });
@@ -32,7 +37,10 @@ export const outsideRequest = (services: Services): WriteContext => ({ services,
  * transaction (see idempotency.ts).
  */
 export async function write<T>(ctx: WriteContext, fn: (tx: WriteTx) => Promise<T>): Promise<T> {
-  const { services, idempotency: claim } = ctx;
+  const { services, idempotency: claim, actor, dryRun } = ctx;
+  // Backstop of the key grants' read_only (operation.ts refuses writing operations before they start).
+  if (actor?.kind === 'bot' && actor.grants?.readOnly) throw readOnlyRefusal();
+  if (dryRun) return rolledBack(ctx, dryRun, fn);
   const pending: Omit<EventRow, 'seq'>[] = [];
   const published: PublishedEvent[] = [];
   const result = await services.storage.transaction(async (stores) => {
@@ -66,4 +74,30 @@ export function emitResourcesChanged(
 ): void {
   const botIds = members.filter((m) => m.type === 'bot').map((m) => m.id);
   if (botIds.length > 0) tx.emit('resources.changed', orgId, { bot_ids: botIds });
+}
+
+export const readOnlyRefusal = (): AppError =>
+  new AppError('grant_denied', 'This API key is read-only (grant read_only): it cannot write', {
+    grant: 'read_only',
+  });
+
+/**
+ * A dry run's write: the same statements in a transaction that is rolled back, so constraints and
+ * the rows the operation reads back behave as in a real write; the events are only named in `dryRun`,
+ * never appended or published, and no Idempotency-Key record is completed.
+ */
+async function rolledBack<T>(ctx: WriteContext, dryRun: DryRun, fn: (tx: WriteTx) => Promise<T>): Promise<T> {
+  const types: string[] = [];
+  let value: { v: T } | undefined;
+  try {
+    await ctx.services.storage.transaction(async (stores) => {
+      const now = ctx.services.clock.nowIso();
+      value = { v: await fn({ stores, now, emit: (type) => void types.push(type) }) };
+      throw ROLLBACK;
+    });
+  } catch (err) {
+    if (err !== ROLLBACK) throw err;
+  }
+  dryRun.events.push(...types);
+  return value!.v;
 }

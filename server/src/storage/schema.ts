@@ -209,6 +209,8 @@ export interface BotApiKeyRow {
   last_used_at: string | null;
   use_count: number;
   revoked_at: string | null;
+  /** JSON of the key's grants (domain/grants.ts), or null: none (migration 0019). */
+  grants: string | null;
 }
 
 export interface BotWebhookSecretRow {
@@ -308,6 +310,8 @@ export interface ToolCallRow {
   error_code: string | null;
   duration_ms: number;
   created_at: string;
+  /** JSON: the grant decision, dry run, or a grant change's before/after (migration 0019). */
+  detail: string | null;
 }
 
 /** Durable position of an outbox consumer (the webhook fan-out). */

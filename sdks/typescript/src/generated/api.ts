@@ -1067,7 +1067,8 @@ export interface paths {
     delete: operations['delete:/api/bots/{botId}/api-keys/{keyId}'];
     options?: never;
     head?: never;
-    patch?: never;
+    /** Set or clear the grants of a bot's API key (null clears them; docs/API.md, "Agent grants"). Effective on the key's next request; audited. */
+    patch: operations['patch:/api/bots/{botId}/api-keys/{keyId}'];
     trace?: never;
   };
   '/api/builtin-bots': {
@@ -1504,7 +1505,7 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    /** MCP tool calls of a bot you manage, newest first (the audit: tool, outcome, duration; never arguments) */
+    /** MCP tool calls of a bot you manage, newest first (the audit: tool, outcome, duration, grant decision, dry run; never arguments). Also holds REST calls its key grants refused and changes of its keys' grants (tool grants.set). */
     get: operations['get:/api/bots/{botId}/tool-calls'];
     put?: never;
     post?: never;
@@ -2015,6 +2016,9 @@ export interface components {
           | 'headers_too_large'
           | 'rate_limited'
           | 'quota_exceeded'
+          | 'grant_denied'
+          | 'approval_required'
+          | 'write_budget_exceeded'
           | 'unavailable'
           | 'search_timeout'
           | 'internal';
@@ -3813,6 +3817,8 @@ export interface operations {
       header?: {
         /** @description A retry with the same key and body answers the first result (Idempotent-Replayed: true) and changes nothing again; another body answers 409. Kept 24 hours. */
         'Idempotency-Key'?: string;
+        /** @description true: a dry run (docs/API.md, "Dry runs"). Validates and checks scope, grants, containers and write budget, then answers 200 `{ dry_run: true, operation, target, result, events, approval_required }` (result: what the call would answer) without writing, emitting or spending anything. */
+        'X-Dry-Run'?: 'true' | 'false' | '1' | '0';
       };
       path: {
         channelId: string;
@@ -4009,6 +4015,8 @@ export interface operations {
       header?: {
         /** @description A retry with the same key and body answers the first result (Idempotent-Replayed: true) and changes nothing again; another body answers 409. Kept 24 hours. */
         'Idempotency-Key'?: string;
+        /** @description true: a dry run (docs/API.md, "Dry runs"). Validates and checks scope, grants, containers and write budget, then answers 200 `{ dry_run: true, operation, target, result, events, approval_required }` (result: what the call would answer) without writing, emitting or spending anything. */
+        'X-Dry-Run'?: 'true' | 'false' | '1' | '0';
       };
       path: {
         topicId: string;
@@ -4205,6 +4213,8 @@ export interface operations {
       header?: {
         /** @description A retry with the same key and body answers the first result (Idempotent-Replayed: true) and changes nothing again; another body answers 409. Kept 24 hours. */
         'Idempotency-Key'?: string;
+        /** @description true: a dry run (docs/API.md, "Dry runs"). Validates and checks scope, grants, containers and write budget, then answers 200 `{ dry_run: true, operation, target, result, events, approval_required }` (result: what the call would answer) without writing, emitting or spending anything. */
+        'X-Dry-Run'?: 'true' | 'false' | '1' | '0';
       };
       path: {
         dmRoomId: string;
@@ -4316,6 +4326,8 @@ export interface operations {
       header?: {
         /** @description A retry with the same key and body answers the first result (Idempotent-Replayed: true) and changes nothing again; another body answers 409. Kept 24 hours. */
         'Idempotency-Key'?: string;
+        /** @description true: a dry run (docs/API.md, "Dry runs"). Validates and checks scope, grants, containers and write budget, then answers 200 `{ dry_run: true, operation, target, result, events, approval_required }` (result: what the call would answer) without writing, emitting or spending anything. */
+        'X-Dry-Run'?: 'true' | 'false' | '1' | '0';
       };
       path: {
         botId: string;
@@ -4425,6 +4437,8 @@ export interface operations {
       header?: {
         /** @description A retry with the same key and body answers the first result (Idempotent-Replayed: true) and changes nothing again; another body answers 409. Kept 24 hours. */
         'Idempotency-Key'?: string;
+        /** @description true: a dry run (docs/API.md, "Dry runs"). Validates and checks scope, grants, containers and write budget, then answers 200 `{ dry_run: true, operation, target, result, events, approval_required }` (result: what the call would answer) without writing, emitting or spending anything. */
+        'X-Dry-Run'?: 'true' | 'false' | '1' | '0';
       };
       path: {
         id: string;
@@ -4529,7 +4543,10 @@ export interface operations {
   'delete:/api/messages/{id}': {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description true: a dry run (docs/API.md, "Dry runs"). Validates and checks scope, grants, containers and write budget, then answers 200 `{ dry_run: true, operation, target, result, events, approval_required }` (result: what the call would answer) without writing, emitting or spending anything. */
+        'X-Dry-Run'?: 'true' | 'false' | '1' | '0';
+      };
       path: {
         id: string;
       };
@@ -4614,7 +4631,10 @@ export interface operations {
   'post:/api/messages/{id}/reactions': {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description true: a dry run (docs/API.md, "Dry runs"). Validates and checks scope, grants, containers and write budget, then answers 200 `{ dry_run: true, operation, target, result, events, approval_required }` (result: what the call would answer) without writing, emitting or spending anything. */
+        'X-Dry-Run'?: 'true' | 'false' | '1' | '0';
+      };
       path: {
         id: string;
       };
@@ -4663,7 +4683,10 @@ export interface operations {
   'delete:/api/messages/{id}/reactions/{emoji}': {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description true: a dry run (docs/API.md, "Dry runs"). Validates and checks scope, grants, containers and write budget, then answers 200 `{ dry_run: true, operation, target, result, events, approval_required }` (result: what the call would answer) without writing, emitting or spending anything. */
+        'X-Dry-Run'?: 'true' | 'false' | '1' | '0';
+      };
       path: {
         id: string;
         emoji: string;
@@ -4947,6 +4970,8 @@ export interface operations {
       header?: {
         /** @description A retry with the same key and body answers the first result (Idempotent-Replayed: true) and changes nothing again; another body answers 409. Kept 24 hours. */
         'Idempotency-Key'?: string;
+        /** @description true: a dry run (docs/API.md, "Dry runs"). Validates and checks scope, grants, containers and write budget, then answers 200 `{ dry_run: true, operation, target, result, events, approval_required }` (result: what the call would answer) without writing, emitting or spending anything. */
+        'X-Dry-Run'?: 'true' | 'false' | '1' | '0';
       };
       path: {
         topicId: string;
@@ -5063,7 +5088,10 @@ export interface operations {
   'patch:/api/tasks/{taskId}': {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description true: a dry run (docs/API.md, "Dry runs"). Validates and checks scope, grants, containers and write budget, then answers 200 `{ dry_run: true, operation, target, result, events, approval_required }` (result: what the call would answer) without writing, emitting or spending anything. */
+        'X-Dry-Run'?: 'true' | 'false' | '1' | '0';
+      };
       path: {
         taskId: string;
       };
@@ -6358,6 +6386,15 @@ export interface operations {
               revoked_at: string | null;
               /** @enum {string} */
               state: 'active' | 'revoked' | 'expired';
+              /** @description null: no grants (the key reaches what its scopes allow) */
+              grants: {
+                tools?: string[];
+                read_only?: boolean;
+                containers?: string[];
+                writes_per_hour?: number;
+                approval?: string[];
+                mentions_all?: boolean;
+              } | null;
             }[];
           };
         };
@@ -6402,6 +6439,40 @@ export interface operations {
           )[];
           expires_in_days?: number;
           name?: string;
+          grants?: {
+            /** @description MCP tools the key may call (the others are hidden and refused); omitted: every tool */
+            tools?: (
+              | 'send_message'
+              | 'read_messages'
+              | 'list_channels'
+              | 'create_task'
+              | 'update_task'
+              | 'list_tasks'
+              | 'search'
+              | 'get_user_info'
+              | 'list_users'
+            )[];
+            /** @description true: every write is refused */
+            read_only?: boolean;
+            /** @description ids of channels, projects, topics and DM rooms the key may read and act in; each must be one the bot is a member of (a project covers its topics). Omitted: everywhere the bot is */
+            containers?: string[];
+            /** @description write budget: at most this many writes in any hour (429 write_budget_exceeded beyond) */
+            writes_per_hour?: number;
+            /** @description tools whose calls need approval (not supported yet: such calls are refused, nothing is written) */
+            approval?: (
+              | 'send_message'
+              | 'read_messages'
+              | 'list_channels'
+              | 'create_task'
+              | 'update_task'
+              | 'list_tasks'
+              | 'search'
+              | 'get_user_info'
+              | 'list_users'
+            )[];
+            /** @description false: messages mentioning @all or @here are refused */
+            mentions_all?: boolean;
+          } | null;
         };
       };
     };
@@ -6428,6 +6499,15 @@ export interface operations {
             revoked_at: string | null;
             /** @enum {string} */
             state: 'active' | 'revoked' | 'expired';
+            /** @description null: no grants (the key reaches what its scopes allow) */
+            grants: {
+              tools?: string[];
+              read_only?: boolean;
+              containers?: string[];
+              writes_per_hour?: number;
+              approval?: string[];
+              mentions_all?: boolean;
+            } | null;
             /** @description The full key; shown only once */
             key: string;
           };
@@ -6474,6 +6554,107 @@ export interface operations {
             revoked_at: string | null;
             /** @enum {string} */
             state: 'active' | 'revoked' | 'expired';
+            /** @description null: no grants (the key reaches what its scopes allow) */
+            grants: {
+              tools?: string[];
+              read_only?: boolean;
+              containers?: string[];
+              writes_per_hour?: number;
+              approval?: string[];
+              mentions_all?: boolean;
+            } | null;
+          };
+        };
+      };
+      400: components['responses']['Error'];
+      401: components['responses']['Error'];
+      403: components['responses']['Error'];
+      404: components['responses']['Error'];
+      429: components['responses']['Error'];
+    };
+  };
+  'patch:/api/bots/{botId}/api-keys/{keyId}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        botId: string;
+        keyId: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          grants: {
+            /** @description MCP tools the key may call (the others are hidden and refused); omitted: every tool */
+            tools?: (
+              | 'send_message'
+              | 'read_messages'
+              | 'list_channels'
+              | 'create_task'
+              | 'update_task'
+              | 'list_tasks'
+              | 'search'
+              | 'get_user_info'
+              | 'list_users'
+            )[];
+            /** @description true: every write is refused */
+            read_only?: boolean;
+            /** @description ids of channels, projects, topics and DM rooms the key may read and act in; each must be one the bot is a member of (a project covers its topics). Omitted: everywhere the bot is */
+            containers?: string[];
+            /** @description write budget: at most this many writes in any hour (429 write_budget_exceeded beyond) */
+            writes_per_hour?: number;
+            /** @description tools whose calls need approval (not supported yet: such calls are refused, nothing is written) */
+            approval?: (
+              | 'send_message'
+              | 'read_messages'
+              | 'list_channels'
+              | 'create_task'
+              | 'update_task'
+              | 'list_tasks'
+              | 'search'
+              | 'get_user_info'
+              | 'list_users'
+            )[];
+            /** @description false: messages mentioning @all or @here are refused */
+            mentions_all?: boolean;
+          } | null;
+        };
+      };
+    };
+    responses: {
+      /** @description Success */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            id: string;
+            bot_id: string;
+            key_prefix: string;
+            /** @enum {string} */
+            key_type: 'live' | 'test';
+            /** @description null: the key reaches every tool */
+            scopes: string[] | null;
+            expires_at: string | null;
+            /** @description ISO-8601 UTC timestamp */
+            created_at: string;
+            last_used_at: string | null;
+            use_count: number;
+            revoked_at: string | null;
+            /** @enum {string} */
+            state: 'active' | 'revoked' | 'expired';
+            /** @description null: no grants (the key reaches what its scopes allow) */
+            grants: {
+              tools?: string[];
+              read_only?: boolean;
+              containers?: string[];
+              writes_per_hour?: number;
+              approval?: string[];
+              mentions_all?: boolean;
+            } | null;
           };
         };
       };
@@ -8089,6 +8270,10 @@ export interface operations {
               error_code: string | null;
               duration_ms: number;
               created_at: string;
+              /** @description grant decision (grant), dry_run, surface; for a grants change: by, before, after */
+              detail: {
+                [key: string]: unknown;
+              } | null;
             }[];
           };
         };

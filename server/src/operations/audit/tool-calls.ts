@@ -13,6 +13,20 @@ import { listOf } from '../views.js';
 export type ToolCallOutcome = ToolCallRow['outcome'];
 
 /**
+ * What the audit adds to a call (never arguments or content): the grant that refused it, whether it
+ * was a dry run, the surface when not MCP; for a change of a key's grants, who changed them and the
+ * grants before and after.
+ */
+export interface ToolCallDetail {
+  surface?: 'rest' | 'admin' | undefined;
+  grant?: string | undefined;
+  dry_run?: true | undefined;
+  by?: string | undefined;
+  before?: unknown;
+  after?: unknown;
+}
+
+/**
  * Records every MCP tools/call (bot, key, tool, outcome, error code, duration; never arguments or
  * results). Rows are buffered for at most `FLUSH_MS` (or `FLUSH_ROWS` rows) and written with one insert,
  * so that under load the audit costs a fraction of a statement per call. Listings flush first, so a
@@ -39,6 +53,7 @@ export class ToolCallRecorder {
     outcome: ToolCallOutcome,
     errorCode: string | null,
     durationMs: number,
+    detail?: ToolCallDetail,
   ): void {
     this.#pending.push({
       id: newId(),
@@ -50,6 +65,7 @@ export class ToolCallRecorder {
       error_code: errorCode,
       duration_ms: Math.round(durationMs),
       created_at: this.clock.nowIso(),
+      detail: detail === undefined ? null : JSON.stringify(detail),
     });
     if (this.#pending.length >= FLUSH_ROWS) void this.flush();
     else if (!this.#scheduled) {
@@ -90,6 +106,10 @@ export const ToolCallView = z.object({
   error_code: z.string().nullable(),
   duration_ms: z.number(),
   created_at: z.string(),
+  detail: z
+    .record(z.string(), z.unknown())
+    .nullable()
+    .describe('grant decision (grant), dry_run, surface; for a grants change: by, before, after'),
 });
 const toolCallView = (r: ToolCallRow): z.infer<typeof ToolCallView> => ({
   id: r.id,
@@ -100,12 +120,14 @@ const toolCallView = (r: ToolCallRow): z.infer<typeof ToolCallView> => ({
   error_code: r.error_code,
   duration_ms: Number(r.duration_ms),
   created_at: r.created_at,
+  detail:
+    r.detail === null || r.detail === undefined ? null : (JSON.parse(r.detail) as Record<string, unknown>),
 });
 
 export const listToolCalls = defineOperation({
   name: 'bots.tool_calls.list',
   summary:
-    'MCP tool calls of a bot you manage, newest first (the audit: tool, outcome, duration; never arguments)',
+    "MCP tool calls of a bot you manage, newest first (the audit: tool, outcome, duration, grant decision, dry run; never arguments). Also holds REST calls its key grants refused and changes of its keys' grants (tool grants.set).",
   input: z.strictObject({
     bot_id: uuid('bot'),
     tool: z.string().max(100).optional(),

@@ -1,4 +1,5 @@
 import { AppError } from '../../domain/errors.js';
+import { activeGrants } from '../../domain/grants.js';
 import type { BotType, Role } from '../../domain/roles.js';
 import { hashSecret, looksLikeBotKey, parseBotKey } from '../../domain/secrets.js';
 import type { Actor, BotActor, Services } from '../context.js';
@@ -32,6 +33,7 @@ export async function authenticateBotKey(services: Services, key: string): Promi
     botType: row.bot_type as BotType,
     keyId: row.key_id,
     scopes: row.scopes === null ? null : (JSON.parse(row.scopes) as string[]),
+    grants: activeGrants(row.grants ?? null),
   };
 }
 

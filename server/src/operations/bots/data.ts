@@ -93,6 +93,7 @@ export const putBotData = defineOperation({
   output: BotDataView,
   actors: ['bot'],
   scope: 'any',
+  mutates: true,
   async run(ctx, input) {
     const value = JSON.stringify(input.value);
     return write(ctx, async ({ stores, now }) => {
@@ -155,6 +156,7 @@ export const deleteBotData = defineOperation({
   output: z.object({ key: z.string(), deleted: z.literal(true) }),
   actors: ['bot'],
   scope: 'any',
+  mutates: true,
   async run(ctx, input) {
     return write(ctx, async ({ stores }) => {
       const bot = await loadOwnBot(stores, ctx.actor, input.bot_id, 'data');

@@ -127,6 +127,7 @@ export const scheduleJob = defineOperation({
   output: ScheduleJobOutput,
   actors: ['bot'],
   scope: 'any',
+  mutates: true,
   async run(ctx, input) {
     checkRunAt(input.run_at, ctx.services.clock.now());
     const result = await write(ctx, async ({ stores, now }) => {
@@ -180,6 +181,7 @@ export const cancelJob = defineOperation({
   output: JobView,
   actors: ['bot'],
   scope: 'any',
+  mutates: true,
   async run(ctx, input) {
     return write(ctx, async ({ stores, now }) => {
       const bot = await loadOwnBot(stores, ctx.actor, input.bot_id, 'jobs');

@@ -1,5 +1,7 @@
 import { z } from 'zod';
-import { AppError, notFound } from '../../domain/errors.js';
+import { AppError, conflict, notFound } from '../../domain/errors.js';
+import { KeyGrantsInput, normalizeGrants, type KeyGrants } from '../../domain/grants.js';
+import type { Stores } from '../../storage/stores/index.js';
 import { newId } from '../../domain/ids.js';
 import { SCOPES } from '../../domain/scopes.js';
 import {
@@ -16,7 +18,7 @@ import { uuid } from '../schemas.js';
 import { ApiKeyView, apiKeyView, listOf } from '../views.js';
 import { write } from '../write.js';
 import { assertNotBuiltin, loadManagedBot } from './bots.js';
-import type { Services } from '../context.js';
+import type { OpContext, Services } from '../context.js';
 
 export const issueApiKey = defineOperation({
   name: 'bots.keys.issue',
@@ -32,6 +34,7 @@ export const issueApiKey = defineOperation({
       .max(3650, 'must be at most 3650')
       .optional(),
     name: z.string().max(200).optional(),
+    grants: KeyGrantsInput.nullable().optional(),
   }),
   output: ApiKeyView.extend({ key: z.string().describe('The full key; shown only once') }),
   actors: ['user'],
@@ -39,6 +42,8 @@ export const issueApiKey = defineOperation({
     return write(ctx, async ({ stores, now }) => {
       const bot = await loadManagedBot(stores, ctx.actor, input.bot_id);
       assertNotBuiltin(bot, 'API keys');
+      const grants = normalizeGrants(input.grants);
+      await checkGrantContainers(stores, bot.id, grants);
       const key = generateBotKey(bot.id, input.key_type);
       const scopes = input.scopes && input.scopes.length > 0 ? [...new Set(input.scopes)] : null;
       const row = {
@@ -57,8 +62,10 @@ export const issueApiKey = defineOperation({
         last_used_at: null,
         use_count: 0,
         revoked_at: null,
+        grants: grants === null ? null : JSON.stringify(grants),
       };
       await stores.bots.insertKey(row);
+      if (grants !== null) auditGrants(ctx, bot, row.id, null, grants);
       return { ...apiKeyView(row, now), key };
     });
   },
@@ -78,6 +85,78 @@ export const listApiKeys = defineOperation({
     return { items: (await stores.bots.listKeys(bot.id)).map((k) => apiKeyView(k, now)) };
   },
 });
+
+export const updateApiKey = defineOperation({
+  name: 'bots.keys.update',
+  summary:
+    'Set or clear the grants of a bot\'s API key (null clears them; docs/API.md, "Agent grants"). Effective on the key\'s next request; audited.',
+  input: z.strictObject({
+    bot_id: uuid('bot'),
+    key_id: uuid('key'),
+    grants: KeyGrantsInput.nullable(),
+  }),
+  output: ApiKeyView,
+  actors: ['user'],
+  async run(ctx, input) {
+    return write(ctx, async ({ stores, now }) => {
+      const bot = await loadManagedBot(stores, ctx.actor, input.bot_id);
+      const key = await stores.bots.getKey(bot.id, input.key_id);
+      if (!key) throw notFound('API key');
+      if (key.revoked_at !== null) throw conflict('The API key is revoked');
+      const grants = normalizeGrants(input.grants);
+      await checkGrantContainers(stores, bot.id, grants);
+      const json = grants === null ? null : JSON.stringify(grants);
+      const old = key.grants ?? null;
+      if (json !== old) {
+        await stores.bots.setKeyGrants(key.id, json);
+        auditGrants(ctx, bot, key.id, old === null ? null : (JSON.parse(old) as KeyGrants), grants);
+      }
+      return apiKeyView({ ...key, grants: json }, now);
+    });
+  },
+});
+
+/**
+ * `containers` of a grant must be channels, projects, topics or DM rooms the bot is a member of (a
+ * topic through its project): 400 naming the first that is not (another organization's looks the same).
+ */
+async function checkGrantContainers(stores: Stores, botId: string, grants: KeyGrants | null): Promise<void> {
+  const ids = grants?.containers ?? [];
+  const bot = { type: 'bot' as const, id: botId };
+  for (const [i, id] of ids.entries()) {
+    const ok =
+      (await stores.containers.isMember('channel', id, bot)) ||
+      (await stores.containers.isMember('project', id, bot)) ||
+      (await stores.containers.isMember('dm_room', id, bot)) ||
+      ((await stores.containers.getTopicFor(id, bot))?.is_member ?? false);
+    if (!ok) {
+      throw new AppError(
+        'invalid_input',
+        `grants.containers.${i}: ${id} is not a channel, project, topic or DM room the bot is a member of`,
+        { field: `grants.containers.${i}` },
+      );
+    }
+  }
+}
+
+/** A change of a key's grants, in the bot's audit (tool grants.set): who, before and after. */
+function auditGrants(
+  ctx: OpContext,
+  bot: { id: string; org_id: string },
+  keyId: string,
+  before: KeyGrants | null,
+  after: KeyGrants | null,
+): void {
+  if (ctx.actor.kind !== 'user') return;
+  ctx.services.toolCalls.record(
+    { kind: 'bot', botId: bot.id, orgId: bot.org_id, botType: 'custom', keyId, scopes: null },
+    'grants.set',
+    'ok',
+    null,
+    0,
+    { surface: 'admin', by: ctx.actor.userId, before, after },
+  );
+}
 
 export const revokeApiKey = defineOperation({
   name: 'bots.keys.revoke',

@@ -3,6 +3,7 @@ import { AppError, notFound } from '../../domain/errors.js';
 import { newId } from '../../domain/ids.js';
 import { dmMemberKey, type MemberRef } from '../../storage/stores/containers.js';
 import { actorRef, type Actor } from '../context.js';
+import { outsideGrant } from '../access.js';
 import { defineOperation } from '../operation.js';
 import { uuid } from '../schemas.js';
 import { DmRoomView, dmRoomView, listOf } from '../views.js';
@@ -71,6 +72,6 @@ export const listDmRooms = defineOperation({
   async run(ctx) {
     const actor: Actor = ctx.actor;
     const rows = await ctx.services.storage.stores.containers.listDmRooms(actor.orgId, actorRef(actor));
-    return { items: rows.map(dmRoomView) };
+    return { items: rows.filter((r) => !outsideGrant(actor, r.id)).map(dmRoomView) };
   },
 });

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import type { ChannelRow, ProjectRow, TopicRow } from '../../storage/schema.js';
 import type { Stores } from '../../storage/stores/index.js';
 import { actorRef, type Actor } from '../context.js';
-import { isOrgAdmin, loadProject } from '../access.js';
+import { isOrgAdmin, loadProject, outsideGrant } from '../access.js';
 import { defineOperation } from '../operation.js';
 import { uuid } from '../schemas.js';
 import { ChannelView, channelView, ProjectView, projectView, TopicView, topicView } from '../views.js';
@@ -79,18 +79,21 @@ export const listContainers = defineOperation({
     const want = (t: (typeof CONTAINER_TYPES)[number]) => input.type === 'all' || input.type === t;
     const out: ContainersView = {};
     if (want('channels'))
-      out.channels = (
-        await reachableChannels(stores, actor, undefined, undefined, input.joined === 'true')
-      ).map(channelView);
+      out.channels = (await reachableChannels(stores, actor, undefined, undefined, input.joined === 'true'))
+        .filter((c) => !outsideGrant(actor, c.id))
+        .map(channelView);
     let projects: ProjectRow[] | undefined;
     if (want('projects') || (want('topics') && !input.project_id))
       projects = await reachableProjects(stores, actor);
-    if (want('projects')) out.projects = projects!.map(projectView);
+    // A key's containers grant (access.ts): only what it names, a topic also through its project.
+    if (want('projects')) out.projects = projects!.filter((p) => !outsideGrant(actor, p.id)).map(projectView);
     if (want('topics')) {
       const ids = input.project_id
         ? [(await loadProject(stores, actor, input.project_id)).id]
         : projects!.map((p) => p.id);
-      out.topics = (await stores.containers.listTopics(ids)).map(topicView);
+      out.topics = (await stores.containers.listTopics(ids))
+        .filter((t) => !outsideGrant(actor, t.id, t.project_id))
+        .map(topicView);
     }
     return out;
   },

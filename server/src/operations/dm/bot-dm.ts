@@ -4,6 +4,7 @@ import { AppError, notFound } from '../../domain/errors.js';
 import { imagePolicy } from '../../domain/sanitize.js';
 import { findOrCreateDmRoom } from '../containers/dm-rooms.js';
 import { insertMessage } from '../messages/messages.js';
+import { outsideGrant } from '../access.js';
 import { defineOperation } from '../operation.js';
 import { content, contentHtml, uuid } from '../schemas.js';
 import { MessageView, messageView } from '../views.js';
@@ -27,6 +28,7 @@ export const sendBotDm = defineOperation({
   output: MessageView,
   actors: ['bot'],
   scope: 'messages:write',
+  dryRun: true,
   async run(ctx, input) {
     const { actor } = ctx;
     if (actor.kind !== 'bot') throw new AppError('forbidden', 'Only bots send bot DMs');
@@ -39,6 +41,8 @@ export const sendBotDm = defineOperation({
       if (user.status !== 'active') throw new AppError('forbidden', 'The user is deactivated');
       const bot = { type: 'bot' as const, id: actor.botId };
       const room = await findOrCreateDmRoom(tx, actor.orgId, [bot, { type: 'user', id: user.id }]);
+      // A key granted some containers only: a DM room outside them (or a new one) is out of reach.
+      if (outsideGrant(actor, room.id)) throw notFound('User');
       const c = { kind: 'dm_room' as const, id: room.id };
       return messageView(
         await insertMessage(tx, actor.orgId, c, bot, input, imagePolicy(ctx.services.config)),

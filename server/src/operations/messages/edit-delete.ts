@@ -60,6 +60,7 @@ export const editMessage = defineOperation({
   output: MessageView,
   actors: ['user', 'bot'],
   scope: 'messages:write',
+  dryRun: true,
   async run(ctx, input) {
     checkActionsAllowed(actorRef(ctx.actor), input.actions);
     return write(ctx, async ({ stores, now, emit }) => {
@@ -100,6 +101,7 @@ export const deleteMessage = defineOperation({
   output: z.object({ id: z.string(), deleted: z.literal(true), deleted_at: z.string() }),
   actors: ['user', 'bot'],
   scope: 'messages:write',
+  dryRun: true,
   async run(ctx, input) {
     return write(ctx, async ({ stores, now, emit }) => {
       const m = await loadOwnMessage(stores, ctx.actor, input.message_id);

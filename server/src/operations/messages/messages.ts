@@ -123,6 +123,7 @@ export const sendMessage = defineOperation({
   output: MessageView,
   actors: ['user', 'bot'],
   scope: 'messages:write',
+  dryRun: true,
   async run(ctx, input) {
     const c = containerRef(input);
     checkActionsAllowed(actorRef(ctx.actor), input.actions);

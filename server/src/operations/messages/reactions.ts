@@ -63,6 +63,7 @@ function reactionOp(add: boolean) {
     output: ReactionResult,
     actors: ['user', 'bot'],
     scope: 'messages:write',
+    dryRun: true,
     async run(ctx, input) {
       return write(ctx, async ({ stores, now, emit }) => {
         const m = await loadReactable(stores, ctx.actor, input.message_id);

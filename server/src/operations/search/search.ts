@@ -18,6 +18,7 @@ import {
   UserView,
   userView,
 } from '../views.js';
+import { outsideGrant } from '../access.js';
 import { reachableChannels, reachableTopics } from '../containers/list-containers.js';
 import type { OpContext } from '../context.js';
 import { dayAfter, parseQuery, type ParsedQuery } from './query.js';
@@ -103,11 +104,16 @@ export const search = defineOperation({
     const want = (t: (typeof SEARCH_TYPES)[number]) => input.type === 'all' || input.type === t;
     const out: SearchResultView = { query: input.query };
     const needMessages = want('messages');
-    const [channels, topics, dms] = await Promise.all([
+    const [allChannels, allTopics, allDms] = await Promise.all([
       needMessages || want('channels') || q.in.length ? reachableChannels(stores, actor) : [],
       needMessages || want('tasks') ? reachableTopics(stores, actor) : [],
       needMessages ? stores.containers.listDmRooms(actor.orgId, actorRef(actor)) : [],
     ]);
+    // A key's containers grant (access.ts): only the containers it names are searched.
+    const granted = actor.kind === 'bot' && actor.grants?.containers;
+    const channels = granted ? allChannels.filter((c) => !outsideGrant(actor, c.id)) : allChannels;
+    const topics = granted ? allTopics.filter((t) => !outsideGrant(actor, t.id, t.project_id)) : allTopics;
+    const dms = granted ? allDms.filter((d) => !outsideGrant(actor, d.id)) : allDms;
     const reach = narrow(
       {
         channelIds: channels.map((c) => c.id),

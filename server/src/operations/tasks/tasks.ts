@@ -81,6 +81,7 @@ export const createTask = defineOperation({
   output: TaskView,
   actors: ['user', 'bot'],
   scope: 'tasks:write',
+  dryRun: true,
   async run(ctx, input) {
     return write(ctx, async (tx: WriteTx) => {
       const topic = await loadTopic(tx.stores, ctx.actor, input.topic_id);
@@ -133,6 +134,7 @@ export const updateTask = defineOperation({
   output: TaskView,
   actors: ['user', 'bot'],
   scope: 'tasks:write',
+  dryRun: true,
   async run(ctx, input) {
     return write(ctx, async (tx) => {
       const { task } = await loadTask(tx.stores, ctx.actor, input.task_id);

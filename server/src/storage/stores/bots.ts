@@ -14,6 +14,7 @@ const findKeyByHash = prepared((db, keyHash: string) =>
       'bot_api_keys.scopes',
       'bot_api_keys.expires_at',
       'bot_api_keys.revoked_at',
+      'bot_api_keys.grants',
       'bots.org_id',
       'bots.type as bot_type',
       'bots.status as bot_status',
@@ -164,6 +165,11 @@ export class BotStore {
       .where('revoked_at', 'is', null)
       .executeTakeFirst();
     return Number(res.numUpdatedRows) > 0;
+  }
+
+  /** Replaces the key's grants (JSON, or null for none). */
+  async setKeyGrants(keyId: string, grants: string | null): Promise<void> {
+    await this.db.updateTable('bot_api_keys').set({ grants }).where('id', '=', keyId).execute();
   }
 
   /** The key and its bot, whatever their state; the caller decides what revoked or expired means. */

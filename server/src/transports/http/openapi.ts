@@ -83,6 +83,16 @@ export function buildOpenApi(routes: Route[], serverUrl: string): Record<string,
           schema: { type: 'string', minLength: 1, maxLength: 255 },
         });
       }
+      if (r.op.dryRun) {
+        parameters.push({
+          name: 'X-Dry-Run',
+          in: 'header',
+          required: false,
+          description:
+            'true: a dry run (docs/API.md, "Dry runs"). Validates and checks scope, grants, containers and write budget, then answers 200 `{ dry_run: true, operation, target, result, events, approval_required }` (result: what the call would answer) without writing, emitting or spending anything.',
+          schema: { type: 'string', enum: ['true', 'false', '1', '0'] },
+        });
+      }
       const scope = r.op.scope;
       op = {
         operationId: `${r.method.toLowerCase()}:${r.path}`,

@@ -5,7 +5,7 @@ import { AppError, isAppError } from '../../domain/errors.js';
 import { authenticate, bearerCredential } from '../../operations/auth/authenticate.js';
 import type { Actor, Services } from '../../operations/context.js';
 import { withIdempotency } from '../../operations/idempotency.js';
-import { runOperation } from '../../operations/operation.js';
+import { dryRunReport, runOperation } from '../../operations/operation.js';
 import { HTTP_STATUS } from '../kit/errors.js';
 import { UnauthenticatedBodies } from '../kit/body-budget.js';
 import {
@@ -45,6 +45,7 @@ export function sendError(rc: Pick<RequestContext, 'res' | 'log' | 'requestId'>,
   const body: Record<string, unknown> = { code: e.code, message: e.message };
   if (e.details.field !== undefined) body.field = e.details.field;
   if (e.details.scope !== undefined) body.scope = e.details.scope;
+  if (e.details.grant !== undefined) body.grant = e.details.grant;
   if (rc.res.headersSent) {
     rc.res.destroy();
     return;
@@ -80,6 +81,13 @@ async function runOpRoute(rc: RequestContext, route: OpRoute): Promise<void> {
   for (const [name, value] of Object.entries(rc.params))
     input[route.params?.[name] ?? camelToSnake(name)] = value;
   const ctx = { actor, services: rc.services, requestId: rc.requestId };
+  // A dry run (docs/API.md, "Dry runs"): answered 200 with what would happen; no Idempotency-Key record.
+  if (isDryRun(rc.req.headers['x-dry-run'])) {
+    const dryRun = { events: [] };
+    const result = await runOperation(op, { ...ctx, dryRun }, input);
+    sendJson(rc.res, 200, dryRunReport(op, { ...ctx, dryRun }, input, result));
+    return;
+  }
   // Without a key (or on a route that takes none) withIdempotency simply runs the operation.
   const key = route.idempotent ? rc.req.headers['idempotency-key'] : undefined;
   const statusOf = (result: unknown) => route.statusOf?.(result) ?? route.status ?? 200;
@@ -94,6 +102,15 @@ async function runOpRoute(rc: RequestContext, route: OpRoute): Promise<void> {
     },
   );
   sendJson(rc.res, r.status, r.body, r.replayed ? { 'idempotent-replayed': 'true' } : {});
+}
+
+/** `X-Dry-Run: true` (or 1) asks for a dry run; `false`, `0` or no header: a real call; else 400. */
+function isDryRun(h: string | string[] | undefined): boolean {
+  if (h === undefined) return false;
+  const v = (Array.isArray(h) ? h.join(',') : h).trim().toLowerCase();
+  if (v === 'true' || v === '1') return true;
+  if (v === 'false' || v === '0' || v === '') return false;
+  throw new AppError('invalid_input', 'X-Dry-Run: must be true or false', { field: 'X-Dry-Run' });
 }
 
 export interface HttpHandler {

@@ -4,8 +4,9 @@ import type { z } from 'zod';
 import { AppError, isAppError } from '../../domain/errors.js';
 import type { ToolCallOutcome } from '../../operations/audit/tool-calls.js';
 import type { BotActor, OpContext, Services } from '../../operations/context.js';
-import { checkAccess } from '../../operations/operation.js';
+import { checkAccess, dryRunReport, runChecked } from '../../operations/operation.js';
 import {
+  GRANT_DENIED,
   INSUFFICIENT_SCOPE,
   INTERNAL_ERROR,
   INVALID_PARAMS,
@@ -16,7 +17,7 @@ import {
 } from './jsonrpc.js';
 import { listResources, readResource, RESOURCE_TEMPLATES_JSON } from './resources.js';
 import { discoverResult } from './modern.js';
-import { toolsListJson, TOOLS_BY_NAME } from './tools.js';
+import { isWritingTool, toolGranted, toolsListJson, TOOLS_BY_NAME } from './tools.js';
 import { hasStructuredOutput, isLegacyVersion, LATEST_LEGACY } from './versions.js';
 
 /** What a method handler needs: who calls, the services, and the session (when sessions are on). */
@@ -87,7 +88,7 @@ export async function dispatch(method: string, params: Params | undefined, cc: C
     case 'tools/call':
       return callTool(params, cc);
     case 'tools/list':
-      return toolsListJson(hasStructuredOutput(cc.version));
+      return toolsListJson(hasStructuredOutput(cc.version), cc.actor.grants);
     case 'ping':
       return '{}';
     case 'initialize':
@@ -173,9 +174,28 @@ const toolResult = (text: string, isError: boolean, structured?: unknown): strin
         : { content: [{ type: 'text', text }], structuredContent: structured },
   );
 
+/**
+ * A dry run's result: the text says it was one, the `structuredContent` (2025-06-18+) is the result the
+ * call would have given (so it validates against the tool's outputSchema), and the result's `_meta`
+ * holds the report (target, events, whether approval would be needed).
+ */
+const dryRunResult = (text: string, report: Record<string, unknown>, structured?: unknown): string => {
+  const events = (report.events as string[]).join(', ') || 'none';
+  const note =
+    `DRY RUN: nothing was written, emitted or spent. Had this been a real call: ${text}\n` +
+    `Events that would fire: ${events}.` +
+    (report.approval_required ? " This tool needs approval under the key's grants (not supported yet)." : '');
+  return JSON.stringify({
+    content: [{ type: 'text', text: note }],
+    ...(structured === undefined ? {} : { structuredContent: structured }),
+    _meta: { 'workroom/dry_run': report },
+  });
+};
+
 const AUDIT_CODE: Record<number, string> = {
   [INVALID_PARAMS]: 'invalid_params',
   [INSUFFICIENT_SCOPE]: 'insufficient_scope',
+  [GRANT_DENIED]: 'grant_denied',
   [INTERNAL_ERROR]: 'internal',
 };
 
@@ -200,6 +220,9 @@ async function callTool(params: Params | undefined, cc: CallContext): Promise<st
   const name = params?.name;
   let outcome: ToolCallOutcome = 'ok';
   let errorCode: string | null = null;
+  let dryRun = false;
+  /** The key grant that refused the call, for the audit. */
+  let grant: string | undefined;
   try {
     if (typeof name !== 'string') {
       throw new RpcError(INVALID_PARAMS, 'Invalid params: name must be a string (the tool to call)', {
@@ -218,14 +241,45 @@ async function callTool(params: Params | undefined, cc: CallContext): Promise<st
         field: 'arguments',
       });
     }
-    checkAccess(tool.op, cc.actor);
-    const parsed = tool.op.input.safeParse(args);
+    const grants = cc.actor.grants;
+    if (grants && !toolGranted(tool, grants)) {
+      grant = grants.tools !== null && !grants.tools.has(name) ? 'tools' : 'read_only';
+      throw new RpcError(
+        GRANT_DENIED,
+        grant === 'tools'
+          ? `Tool ${name} is not granted to this API key (grant tools)`
+          : `Tool ${name} writes and this API key is read-only (grant read_only)`,
+        { grant, tool: name },
+      );
+    }
+    let callArgs = args as Record<string, unknown>;
+    if (isWritingTool(tool) && 'dry_run' in callArgs) {
+      const { dry_run: flag, ...rest } = callArgs;
+      if (typeof flag !== 'boolean')
+        throw new RpcError(INVALID_PARAMS, `Invalid arguments for tool ${name}: dry_run: must be a boolean`, {
+          field: 'dry_run',
+        });
+      dryRun = flag;
+      callArgs = rest;
+    }
+    checkAccess(tool.op, cc.actor, dryRun);
+    const parsed = tool.op.input.safeParse(callArgs);
     if (!parsed.success) {
       const { message, field } = describeArgs(parsed.error.issues, args as Record<string, unknown>);
       if (parsed.error.issues.every((i) => LIMIT_ISSUES.has(i.code))) {
         throw new AppError('invalid_input', message, { field });
       }
       throw new RpcError(INVALID_PARAMS, `Invalid arguments for tool ${name}: ${message}`, { field });
+    }
+    if (dryRun) {
+      const ctx = { ...opContext(cc), dryRun: { events: [] } };
+      const value = await runChecked(tool.op, ctx, parsed.data);
+      const report = dryRunReport(tool.op, ctx, callArgs, value);
+      return dryRunResult(
+        tool.text(value, parsed.data as Record<string, unknown>),
+        report,
+        hasStructuredOutput(cc.version) ? value : undefined,
+      );
     }
     const key = tool.creates ? idempotencyKeyOf(params!, cc) : undefined;
     const { body: value } = await withIdempotency(
@@ -235,7 +289,7 @@ async function callTool(params: Params | undefined, cc: CallContext): Promise<st
       { operation: tool.op.name, input: args },
       async (idempotency) => ({
         status: 200,
-        body: await tool.op.run({ ...opContext(cc), idempotency }, parsed.data),
+        body: await runChecked(tool.op, { ...opContext(cc), idempotency }, parsed.data),
       }),
     );
     return toolResult(
@@ -257,6 +311,7 @@ async function callTool(params: Params | undefined, cc: CallContext): Promise<st
       }
       outcome = 'tool_error';
       errorCode = err.code;
+      grant = err.details.grant;
       return toolResult(`Error (${err.code}): ${err.message}`, true);
     }
     outcome = 'protocol_error';
@@ -271,6 +326,7 @@ async function callTool(params: Params | undefined, cc: CallContext): Promise<st
       outcome,
       errorCode,
       ms,
+      grant !== undefined || dryRun ? { grant, dry_run: dryRun ? true : undefined } : undefined,
     );
     // By the tools table's names only (an unknown name is not a label value: series stay bounded).
     cc.services.metrics.mcpToolCall(
@@ -290,6 +346,8 @@ export function rpcErrorOf(err: unknown, log: Logger): RpcError {
       return new RpcError(INSUFFICIENT_SCOPE, err.message, { scope: err.details.scope });
     if (err.code === 'invalid_input')
       return new RpcError(INVALID_PARAMS, `Invalid params: ${err.message}`, { field: err.details.field });
+    if (err.code === 'grant_denied')
+      return new RpcError(GRANT_DENIED, err.message, { grant: err.details.grant });
     if (err.code !== 'internal') return new RpcError(INTERNAL_ERROR, err.message);
   }
   log.error({ err }, 'MCP request failed');

@@ -13,6 +13,11 @@ export const INTERNAL_ERROR = -32603;
 export const RESOURCE_NOT_FOUND = -32002;
 /** decisions.md: the key lacks the scope of the tool. */
 export const INSUFFICIENT_SCOPE = -32003;
+/**
+ * The key's grants refuse the tool outright (docs/MCP.md, "Grants"): not among its `tools`, or a
+ * writing tool under `read_only` (data.grant, data.tool). Such tools are not in its tools/list.
+ */
+export const GRANT_DENIED = -32004;
 /** The key's rate limit refused this call of a batch (data.retry_after_seconds). */
 export const RATE_LIMITED = -32005;
 /** The batch's answer grew past its bound before this call, which was not run. */

@@ -8,6 +8,7 @@ import { getUser, listUsers } from '../../operations/users/users.js';
 import type { MessageView, UserView } from '../../operations/views.js';
 import * as fmt from './format.js';
 import { TOOL_NAME_RE } from './versions.js';
+import { TOOL_OPERATIONS, type ActiveGrants, type ToolName } from '../../domain/grants.js';
 
 /**
  * The nine tools: name → the operation its REST twin also calls, a description written for a
@@ -127,6 +128,18 @@ export const TOOLS: readonly Tool[] = [
 
 export const TOOLS_BY_NAME: ReadonlyMap<string, Tool> = new Map(TOOLS.map((t) => [t.name, t]));
 
+// The grants' table of tools (domain/grants.ts) must be this one: grants are validated and enforced
+// in the operation layer by it.
+for (const t of TOOLS) {
+  if (TOOL_OPERATIONS[t.name as ToolName] !== t.op.name)
+    throw new Error(`MCP tool ${t.name} is not in domain/grants.ts TOOL_OPERATIONS as ${t.op.name}`);
+}
+if (Object.keys(TOOL_OPERATIONS).length !== TOOLS.length)
+  throw new Error('domain/grants.ts TOOL_OPERATIONS names a tool that does not exist');
+
+/** A writing tool: it takes `dry_run` and is hidden from a read-only key. */
+export const isWritingTool = (t: Tool): boolean => !t.annotations.readOnlyHint;
+
 // 2025-11-25 tool-name rules (versions.ts): 1–128 characters of [A-Za-z0-9_.-], unique. A tool added
 // against them stops the server at start instead of reaching a client that would reject it.
 for (const t of TOOLS)
@@ -146,9 +159,23 @@ function trim(schema: JsonSchema): JsonSchema {
   return schema;
 }
 
-export function inputSchema(op: Operation): JsonSchema {
+/** The `dry_run` argument every writing tool takes (decisions.md, "Agent grants"). */
+export const DryRunArgument = z
+  .boolean()
+  .optional()
+  .describe(
+    'true: validate and check permissions, grants and budget, and answer what would happen (target, the message or task, the events) without writing, emitting or spending anything',
+  );
+const DRY_RUN_SCHEMA = (() => {
+  const s = z.toJSONSchema(DryRunArgument, { io: 'input' }) as JsonSchema;
+  delete s.$schema;
+  return s;
+})();
+
+export function inputSchema(op: Operation, dryRun = false): JsonSchema {
   const s = z.toJSONSchema(op.input, { io: 'input', unrepresentable: 'any' }) as JsonSchema;
   delete s.$schema;
+  if (dryRun) s.properties = { ...(s.properties as JsonSchema), dry_run: DRY_RUN_SCHEMA };
   return trim(s);
 }
 
@@ -166,11 +193,11 @@ export function outputSchema(op: Operation): JsonSchema {
 }
 
 /** The tools of tools/list, with the `outputSchema` of versions that have structured output or without. */
-const toolList = (structured: boolean) =>
-  TOOLS.map((t) => ({
+const toolList = (structured: boolean, tools: readonly Tool[] = TOOLS) =>
+  tools.map((t) => ({
     name: t.name,
     description: t.description,
-    inputSchema: inputSchema(t.op),
+    inputSchema: inputSchema(t.op, isWritingTool(t)),
     ...(structured ? { outputSchema: outputSchema(t.op) } : {}),
     annotations: { ...t.annotations, openWorldHint: false },
   }));
@@ -178,4 +205,23 @@ const toolList = (structured: boolean) =>
 /** The tools/list result, serialized once per shape (2025-03-26 clients get exactly today's). */
 const LIST_PLAIN = JSON.stringify({ tools: toolList(false) });
 const LIST_STRUCTURED = JSON.stringify({ tools: toolList(true) });
-export const toolsListJson = (structured: boolean): string => (structured ? LIST_STRUCTURED : LIST_PLAIN);
+
+/** Whether a key's grants let it see and call a tool (its `tools`, and `read_only` for writing tools). */
+export const toolGranted = (t: Tool, g: ActiveGrants): boolean =>
+  (g.tools === null || g.tools.has(t.name)) && !(g.readOnly && isWritingTool(t));
+
+/** Lists of keys with grants, serialized once per grants (the parsed grants are shared per text). */
+const GRANTED_LISTS = new WeakMap<ActiveGrants, [string | undefined, string | undefined]>();
+
+export function toolsListJson(structured: boolean, grants?: ActiveGrants | null): string {
+  if (!grants) return structured ? LIST_STRUCTURED : LIST_PLAIN;
+  let cached = GRANTED_LISTS.get(grants);
+  if (!cached) GRANTED_LISTS.set(grants, (cached = [undefined, undefined]));
+  const i = structured ? 1 : 0;
+  return (cached[i] ??= JSON.stringify({
+    tools: toolList(
+      structured,
+      TOOLS.filter((t) => toolGranted(t, grants)),
+    ),
+  }));
+}

@@ -6,6 +6,7 @@ import {
   issueApiKey,
   listApiKeys,
   revokeApiKey,
+  updateApiKey,
 } from '../../../operations/bots/keys.js';
 import type { Route } from '../types.js';
 
@@ -19,6 +20,7 @@ export const botRoutes: Route[] = [
   { method: 'DELETE', path: '/api/bots/{botId}', op: deleteBot, tags: ['bots'] },
   { method: 'POST', path: '/api/bots/{botId}/api-keys', op: issueApiKey, status: 201, tags: ['bot keys'] },
   { method: 'GET', path: '/api/bots/{botId}/api-keys', op: listApiKeys, tags: ['bot keys'] },
+  { method: 'PATCH', path: '/api/bots/{botId}/api-keys/{keyId}', op: updateApiKey, tags: ['bot keys'] },
   { method: 'DELETE', path: '/api/bots/{botId}/api-keys/{keyId}', op: revokeApiKey, tags: ['bot keys'] },
   // Built-in (system and platform) bots across every organization: system_admin (docs/BUILTIN-BOTS.md).
   { method: 'GET', path: '/api/builtin-bots', op: listBuiltinBots, tags: ['bots'] },

@@ -1,0 +1,160 @@
+import { z } from 'zod';
+
+/**
+ * Grants of a bot API key (issue 21; names in decisions.md, "Agent grants"): finer than scopes, they
+ * narrow what an agent using the key may do. A key without grants (null) behaves exactly as before.
+ *
+ * - `tools`: the MCP tools the key may call; the others are hidden from tools/list and refused. The
+ *   rule holds on REST too: the key runs only the operations behind those tools (plus `bots.auth`).
+ * - `read_only`: every write is refused (mutating tools are hidden from tools/list).
+ * - `containers`: ids of channels, projects, topics and DM rooms the key may read and act in (a topic
+ *   is inside the grant when it or its project is named). Elsewhere it answers "not found".
+ * - `writes_per_hour`: a write budget (a token bucket of that size refilled over an hour, shared by
+ *   every instance on PostgreSQL).
+ * - `approval`: tools whose calls need a human's approval (not supported yet: refused, nothing written).
+ * - `mentions_all`: false refuses messages that mention @all or @here.
+ */
+export interface KeyGrants {
+  tools?: string[] | undefined;
+  read_only?: boolean | undefined;
+  containers?: string[] | undefined;
+  writes_per_hour?: number | undefined;
+  approval?: string[] | undefined;
+  mentions_all?: boolean | undefined;
+}
+
+/**
+ * The MCP tools and the operation each calls (transports/mcp/tools.ts checks its table against this one
+ * at start). Kept here so that the operation layer can validate and enforce `tools` and `approval`
+ * without knowing the MCP transport.
+ */
+export const TOOL_OPERATIONS = {
+  send_message: 'messages.send',
+  read_messages: 'messages.list',
+  list_channels: 'containers.list',
+  create_task: 'tasks.create',
+  update_task: 'tasks.update',
+  list_tasks: 'tasks.list',
+  search: 'search',
+  get_user_info: 'users.get',
+  list_users: 'users.list',
+} as const;
+export type ToolName = keyof typeof TOOL_OPERATIONS;
+export const TOOL_NAMES = Object.keys(TOOL_OPERATIONS) as ToolName[];
+
+/** Operations a key with a `tools` grant may always run: who am I. */
+const ALWAYS_ALLOWED = new Set(['bots.auth']);
+
+const toolName = z.enum(TOOL_NAMES as [ToolName, ...ToolName[]], {
+  message: `must be one of ${TOOL_NAMES.join(', ')}`,
+});
+
+/** The `grants` field of POST and PATCH /api/bots/{id}/api-keys. */
+export const KeyGrantsInput = z
+  .strictObject({
+    tools: z
+      .array(toolName)
+      .max(TOOL_NAMES.length * 2)
+      .optional()
+      .describe('MCP tools the key may call (the others are hidden and refused); omitted: every tool'),
+    read_only: z.boolean().optional().describe('true: every write is refused'),
+    containers: z
+      .array(z.uuid({ message: 'must be a channel, project, topic or DM room id' }))
+      .max(500)
+      .optional()
+      .describe(
+        'ids of channels, projects, topics and DM rooms the key may read and act in; each must be one the bot is a member of (a project covers its topics). Omitted: everywhere the bot is',
+      ),
+    writes_per_hour: z
+      .number({ message: 'must be a number' })
+      .int('must be a whole number')
+      .min(1, 'must be at least 1')
+      .max(1_000_000, 'must be at most 1000000')
+      .optional()
+      .describe('write budget: at most this many writes in any hour (429 write_budget_exceeded beyond)'),
+    approval: z
+      .array(toolName)
+      .max(TOOL_NAMES.length * 2)
+      .optional()
+      .describe(
+        'tools whose calls need approval (not supported yet: such calls are refused, nothing is written)',
+      ),
+    mentions_all: z.boolean().optional().describe('false: messages mentioning @all or @here are refused'),
+  })
+  .describe('Grants narrowing what the key may do (docs/API.md, "Agent grants"); null or omitted: none');
+export type KeyGrantsInput = z.output<typeof KeyGrantsInput>;
+
+/** The grants as shown on a key (what was stored). */
+export const KeyGrantsView = z.object({
+  tools: z.array(z.string()).optional(),
+  read_only: z.boolean().optional(),
+  containers: z.array(z.string()).optional(),
+  writes_per_hour: z.number().optional(),
+  approval: z.array(z.string()).optional(),
+  mentions_all: z.boolean().optional(),
+});
+
+/** Normalizes grants for storage: duplicates removed, empty object → null. */
+export function normalizeGrants(g: KeyGrantsInput | null | undefined): KeyGrants | null {
+  if (!g) return null;
+  const out: KeyGrants = {};
+  if (g.tools !== undefined) out.tools = [...new Set(g.tools)];
+  if (g.read_only !== undefined) out.read_only = g.read_only;
+  if (g.containers !== undefined) out.containers = [...new Set(g.containers)];
+  if (g.writes_per_hour !== undefined) out.writes_per_hour = g.writes_per_hour;
+  if (g.approval !== undefined) out.approval = [...new Set(g.approval)];
+  if (g.mentions_all !== undefined) out.mentions_all = g.mentions_all;
+  return Object.keys(out).length === 0 ? null : out;
+}
+
+/**
+ * Grants as the request path uses them, parsed once per stored JSON text (keys are looked up on every
+ * request; a handful of distinct grant texts are live at a time).
+ */
+export interface ActiveGrants {
+  readonly raw: KeyGrants;
+  /** Allowed tools, or null for every tool. */
+  readonly tools: ReadonlySet<string> | null;
+  /** Operations behind the allowed tools, or null for every operation. */
+  readonly operations: ReadonlySet<string> | null;
+  readonly readOnly: boolean;
+  readonly containers: ReadonlySet<string> | null;
+  readonly writesPerHour: number | null;
+  readonly approval: ReadonlySet<string>;
+  /** Operations behind the tools that need approval. */
+  readonly approvalOperations: ReadonlySet<string>;
+  readonly mentionsAll: boolean;
+}
+
+const PARSED = new Map<string, ActiveGrants>();
+
+export function activeGrants(json: string | null | undefined): ActiveGrants | null {
+  if (json === null || json === undefined) return null;
+  let g = PARSED.get(json);
+  if (g) return g;
+  const raw = JSON.parse(json) as KeyGrants;
+  const ops = (names: readonly string[]) =>
+    new Set(names.map((t) => TOOL_OPERATIONS[t as ToolName]).filter((o): o is never => o !== undefined));
+  g = {
+    raw,
+    tools: raw.tools ? new Set(raw.tools) : null,
+    operations: raw.tools ? new Set([...ops(raw.tools), ...ALWAYS_ALLOWED]) : null,
+    readOnly: raw.read_only === true,
+    containers: raw.containers ? new Set(raw.containers) : null,
+    writesPerHour: raw.writes_per_hour ?? null,
+    approval: new Set(raw.approval ?? []),
+    approvalOperations: ops(raw.approval ?? []),
+    mentionsAll: raw.mentions_all !== false,
+  };
+  if (PARSED.size >= 1000) PARSED.clear();
+  PARSED.set(json, g);
+  return g;
+}
+
+/** The tool an operation is behind, if any (for messages naming the grant). */
+export function toolOf(operation: string): ToolName | undefined {
+  return TOOL_NAMES.find((t) => TOOL_OPERATIONS[t] === operation);
+}
+
+/** Whether a message text mentions @all or @here (as bots/notifications.ts reads mentions). */
+export const MENTIONS_ALL_RE = /(^|[^\p{L}\p{N}_])@(all|here)(?![\p{L}\p{N}_])/iu;
