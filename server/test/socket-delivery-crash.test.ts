@@ -119,8 +119,9 @@ describe('socket delivery survives SIGKILL and dropped sockets', () => {
       const t0 = Date.now();
       const phase = (what: string) =>
         process.env.CRASH_DEBUG && console.log(`${Date.now() - t0} ms: ${what}`);
-      proc = await startServerProc(port, env);
-      phase('started');
+      const command = builtOrSource();
+      proc = await startServerProc(port, env, undefined, command);
+      phase(`started: node ${command.join(' ')}`);
       const anon = new Api(url);
       const token = expectStatus(
         await anon.post('/api/auth/login', { email: ADMIN_EMAIL, password: ADMIN_PASSWORD }),
@@ -162,7 +163,7 @@ describe('socket delivery survives SIGKILL and dropped sockets', () => {
         await moreFrames();
         await proc.stop('SIGKILL');
         phase(`killed ${k + 1}`);
-        proc = await startServerProc(port, env);
+        proc = await startServerProc(port, env, undefined, command);
         phase('restarted');
       }
       await moreFrames();
