@@ -1,16 +1,21 @@
 // An echo/help bot for Workroom: answers /echo and /todo, reacts to messages, creates tasks.
-// Run: see README.md (WORKROOM_URL, WORKROOM_BOT_KEY, WORKROOM_WEBHOOK_SECRET; optional TODO_TOPIC_ID, PORT).
-import { WebhookReceiver, WorkroomClient, WorkroomError } from '@workroom/sdk';
+// Run: see README.md (WORKROOM_URL, WORKROOM_BOT_KEY; WORKROOM_WEBHOOK_SECRET and PORT for a webhook;
+// optional TODO_TOPIC_ID).
+import { SocketReceiver, WebhookReceiver, WorkroomClient, WorkroomError } from '@workroom/sdk';
 
 const need = (name) => process.env[name] || (console.error(`Set ${name} (see README.md)`), process.exit(1));
-const client = new WorkroomClient({
-  baseUrl: process.env.WORKROOM_URL ?? 'http://localhost:3000',
-  apiKey: need('WORKROOM_BOT_KEY'),
-});
-const receiver = new WebhookReceiver({
-  port: Number(process.env.PORT ?? 8000),
-  secret: need('WORKROOM_WEBHOOK_SECRET'),
-});
+const baseUrl = process.env.WORKROOM_URL ?? 'http://localhost:3000';
+const apiKey = need('WORKROOM_BOT_KEY');
+const client = new WorkroomClient({ baseUrl, apiKey });
+// The one-line switch: a webhook (a URL the server can reach, and its secret) or a socket the bot opens
+// (no public URL needed; docs/SOCKET.md). Both take the same handlers below.
+const useSocket = !process.env.WORKROOM_WEBHOOK_SECRET;
+const receiver = useSocket
+  ? new SocketReceiver({ baseUrl, apiKey })
+  : new WebhookReceiver({
+      port: Number(process.env.PORT ?? 8000),
+      secret: process.env.WORKROOM_WEBHOOK_SECRET,
+    });
 
 const me = await client.auth();
 console.log(`signed in as bot ${me.name} (${me.bot_id})`);
@@ -37,7 +42,8 @@ receiver.command('todo', async (cmd) => {
   return { content: `Created task "${task.title}" (${task.task_id}), assigned to you.`, ephemeral: true };
 });
 
-// Handlers run after the receiver has answered 200, so they may take their time.
+// Handlers may take their time: a webhook is answered 200 first; over a socket, the delivery is acked
+// when the handler's promise resolves.
 receiver.on('message.created', async (event) => {
   const m = event.data;
   if (m.sender_type === 'bot') return; // never answer bots (ourselves included)
@@ -60,5 +66,5 @@ receiver.on('message.created', async (event) => {
 receiver.on('*', (event) => console.log(`event ${event.event_type}`));
 
 await receiver.start();
-console.log(`listening on :${receiver.port}/webhook`);
+console.log(useSocket ? `connected to ${baseUrl} over a socket` : `listening on :${receiver.port}/webhook`);
 process.on('SIGINT', () => receiver.stop().then(() => process.exit(0)));

@@ -6,7 +6,8 @@
 - a message that says "hello bot" gets a greeting in the same channel, topic or DM room
 
 Configuration (environment): WORKROOM_URL (default http://localhost:3000), WORKROOM_BOT_KEY,
-WORKROOM_WEBHOOK_SECRET, PORT (default 8000), TASK_TOPIC_ID (optional). See README.md.
+WORKROOM_WEBHOOK_SECRET and PORT (default 8000) for a webhook (without a secret the bot opens a socket:
+no public URL needed), TASK_TOPIC_ID (optional). See README.md.
 """
 
 from __future__ import annotations
@@ -15,14 +16,14 @@ import logging
 import os
 import sys
 from pathlib import Path
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Optional, Union
 
 try:
     import workroom  # noqa: F401  (installed with pip install ./sdks/python)
 except ImportError:  # running from a checkout without installing: use the SDK next door
     sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "sdks" / "python"))
 
-from workroom import CommandInvocation, WebhookReceiver, WorkroomClient, WorkroomError
+from workroom import CommandInvocation, SocketReceiver, WebhookReceiver, WorkroomClient, WorkroomError
 
 COMMANDS = {
     "echo": ("Repeats what you say", "/echo <text>"),
@@ -33,8 +34,14 @@ COMMANDS = {
 logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
 log = logging.getLogger("python-bot")
 
-client = WorkroomClient(os.environ.get("WORKROOM_URL", "http://localhost:3000"), os.environ["WORKROOM_BOT_KEY"])
-receiver = WebhookReceiver(port=int(os.environ.get("PORT", "8000")), secret=os.environ["WORKROOM_WEBHOOK_SECRET"])
+URL, KEY = os.environ.get("WORKROOM_URL", "http://localhost:3000"), os.environ["WORKROOM_BOT_KEY"]
+SECRET, PORT = os.environ.get("WORKROOM_WEBHOOK_SECRET"), int(os.environ.get("PORT", "8000"))
+client = WorkroomClient(URL, KEY)
+# The one-line switch: a webhook (a URL the server can reach, and its secret) or a socket the bot opens (no public
+# URL needed; docs/SOCKET.md). Both take the same decorators below.
+receiver: Union[WebhookReceiver, SocketReceiver] = (
+    WebhookReceiver(port=PORT, secret=SECRET) if SECRET else SocketReceiver(URL, KEY)
+)
 
 
 @receiver.command("echo")
