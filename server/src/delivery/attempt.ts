@@ -89,8 +89,11 @@ export class Attempter {
     this.#o = opts;
   }
 
-  /** Sends one claimed delivery (never throws for the receiver's failures: they are in the result). */
-  async attempt(c: Claimed): Promise<AttemptResult> {
+  /**
+   * Sends one claimed delivery (never throws for the receiver's failures: they are in the result);
+   * `sent` is called when a socket attempt's frame is written (it then waits for the ack).
+   */
+  async attempt(c: Claimed, sent?: () => void): Promise<AttemptResult> {
     const { target } = c;
     if (!target || target.deleted_at !== null || target.status !== 'active')
       return { final: true, notSent: true, durationMs: 0, error: 'the bot is disabled or deleted; not sent' };
@@ -104,7 +107,7 @@ export class Attempter {
             error: 'built-in bots are not running on this server; not sent',
           };
     // A bot's socket is preferred while it is connected; its webhook URL serves otherwise (docs/SOCKET.md).
-    if (this.#o.socket?.connected(target.bot_id)) return this.#deliverSocket(c, this.#o.socket);
+    if (this.#o.socket?.connected(target.bot_id)) return this.#deliverSocket(c, this.#o.socket, sent);
     if (!target.webhook_url)
       return this.#o.socket
         ? { notSent: true, socket: 'waiting', durationMs: 0, error: SOCKET_LOG.waiting }
@@ -214,7 +217,7 @@ export class Attempter {
   }
 
   /** Over one of the bot's sockets: the attempt lasts until the ack, the socket's close or the lease's end. */
-  async #deliverSocket(c: Claimed, socket: SocketTransport): Promise<AttemptResult> {
+  async #deliverSocket(c: Claimed, socket: SocketTransport, sent?: () => void): Promise<AttemptResult> {
     const { row, data } = c;
     const t0 = performance.now();
     const ms = () => Math.round(performance.now() - t0);
@@ -229,6 +232,7 @@ export class Attempter {
         attempt: row.attempts + 1,
       },
       this.#o.signal,
+      sent,
     );
     const via = 'socket' as const;
     switch (r.kind) {

@@ -41,8 +41,11 @@ export type SocketOutcome =
 export interface SocketTransport {
   /** Whether the bot has a socket open to this instance. */
   connected(botId: string): boolean;
-  /** Sends one delivery over one of the bot's sockets and waits for its outcome (never rejects). */
-  deliver(envelope: SocketEnvelope, signal: AbortSignal): Promise<SocketOutcome>;
+  /**
+   * Sends one delivery over one of the bot's sockets and waits for its outcome (never rejects);
+   * `sent` is called once the frame is written.
+   */
+  deliver(envelope: SocketEnvelope, signal: AbortSignal, sent?: () => void): Promise<SocketOutcome>;
 }
 
 /** The delivery log's words for socket attempts (docs/SOCKET.md). */

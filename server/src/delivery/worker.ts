@@ -421,7 +421,10 @@ export class DeliveryWorker {
   /** One attempt: sends, calls `answered` once the endpoint is done with it, then records it; true if delivered. */
   async #attempt(c: Claimed, ep: Endpoint, answered: () => void): Promise<boolean> {
     const startedAt = this.#clock.nowIso();
-    const result = await this.#attempter.attempt(c);
+    // A socket attempt frees its endpoint's sending slot once its frame is written: the wait for the
+    // bot's ack holds only the delivery (its bot's round, the worker's hold limit), not a slot of
+    // WORKROOM_WEBHOOK_CONCURRENCY, which bounds requests in flight (docs/SOCKET.md, "Ordering").
+    const result = await this.#attempter.attempt(c, answered);
     this.#o.metrics?.webhookAttempt(
       outcomeOf(result),
       result.via ?? (c.target?.builtin ? 'in_process' : 'http'),

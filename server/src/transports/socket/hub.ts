@@ -116,9 +116,9 @@ export class BotSocketHub implements SocketCommands {
     return this.#byBot.get(botId)?.size ?? 0;
   }
 
-  deliver(envelope: SocketEnvelope, signal: AbortSignal): Promise<SocketOutcome> {
+  deliver(envelope: SocketEnvelope, signal: AbortSignal, sent?: () => void): Promise<SocketOutcome> {
     const leaseMs = this.services.config.sockets.leaseMs;
-    return this.#send(envelope, leaseMs, signal, () => ({ kind: 'expired', leaseMs }));
+    return this.#send(envelope, leaseMs, signal, () => ({ kind: 'expired', leaseMs }), sent);
   }
 
   /** A slash command (operations/commands/dispatch.ts): the ack's `response` within `timeoutMs`. */
@@ -131,6 +131,7 @@ export class BotSocketHub implements SocketCommands {
     waitMs: number,
     signal: AbortSignal | undefined,
     expired: () => SocketOutcome,
+    sent?: () => void,
   ): Promise<SocketOutcome> {
     // The bot's least busy socket takes it (several sockets share the load).
     let s: BotSocket | undefined;
@@ -162,6 +163,7 @@ export class BotSocketHub implements SocketCommands {
       timer.unref();
       signal?.addEventListener('abort', onAbort, { once: true });
       if (!sock.send({ type: 'event', ...envelope })) done({ kind: 'closed' });
+      else if (sent) queueMicrotask(sent);
     });
   }
 
