@@ -21,6 +21,7 @@ export const ERROR_CODES = [
   'quota_exceeded', // the organization or user is at a quota (WORKROOM_QUOTA_*); the message names it
   'grant_denied', // the bot key's grants do not allow this (tools, read_only, mentions_all); details.grant names it
   'approval_required', // the key's grant says this tool needs approval (not supported yet: nothing was done)
+  'confirmation_required', // the key's grant says the agent's user must confirm this tool's calls (MCP 2026-07-28 elicitation)
   'write_budget_exceeded', // the key's writes_per_hour budget is spent; retry after details.retryAfterSeconds
   'unavailable', // dependency down (database), shutting down
   'search_timeout', // a search ran out of its time budget (WORKROOM_SEARCH_TIMEOUT); narrow it
@@ -36,7 +37,10 @@ export interface ErrorDetails {
   scope?: string;
   /** Seconds until a retry may succeed (rate_limited, write_budget_exceeded). */
   retryAfterSeconds?: number;
-  /** The key grant that refused the call (grant_denied, approval_required, write_budget_exceeded). */
+  /**
+   * The key grant that refused the call (grant_denied, approval_required, confirmation_required,
+   * write_budget_exceeded).
+   */
   grant?: string;
 }
 

@@ -12,6 +12,9 @@ import { z } from 'zod';
  * - `writes_per_hour`: a write budget (a token bucket of that size refilled over an hour, shared by
  *   every instance on PostgreSQL).
  * - `approval`: tools whose calls need a human's approval (not supported yet: refused, nothing written).
+ * - `confirm`: tools whose calls the agent's own user must confirm: over MCP 2026-07-28 with a client
+ *   that declares elicitation, the call answers `input_required` (a yes/no question) and runs on the
+ *   retry that carries the user's yes (transports/mcp/confirm.ts); refused anywhere else.
  * - `mentions_all`: false refuses messages that mention @all or @here.
  */
 export interface KeyGrants {
@@ -20,6 +23,7 @@ export interface KeyGrants {
   containers?: string[] | undefined;
   writes_per_hour?: number | undefined;
   approval?: string[] | undefined;
+  confirm?: string[] | undefined;
   mentions_all?: boolean | undefined;
 }
 
@@ -79,6 +83,13 @@ export const KeyGrantsInput = z
       .describe(
         'tools whose calls need approval (not supported yet: such calls are refused, nothing is written)',
       ),
+    confirm: z
+      .array(toolName)
+      .max(TOOL_NAMES.length * 2)
+      .optional()
+      .describe(
+        "tools whose calls the agent's own user must confirm (MCP 2026-07-28 clients that declare elicitation: the call answers input_required and runs on the confirmed retry; refused on REST and older MCP versions)",
+      ),
     mentions_all: z.boolean().optional().describe('false: messages mentioning @all or @here are refused'),
   })
   .describe('Grants narrowing what the key may do (docs/API.md, "Agent grants"); null or omitted: none');
@@ -91,6 +102,7 @@ export const KeyGrantsView = z.object({
   containers: z.array(z.string()).optional(),
   writes_per_hour: z.number().optional(),
   approval: z.array(z.string()).optional(),
+  confirm: z.array(z.string()).optional(),
   mentions_all: z.boolean().optional(),
 });
 
@@ -103,6 +115,7 @@ export function normalizeGrants(g: KeyGrantsInput | null | undefined): KeyGrants
   if (g.containers !== undefined) out.containers = [...new Set(g.containers)];
   if (g.writes_per_hour !== undefined) out.writes_per_hour = g.writes_per_hour;
   if (g.approval !== undefined) out.approval = [...new Set(g.approval)];
+  if (g.confirm !== undefined) out.confirm = [...new Set(g.confirm)];
   if (g.mentions_all !== undefined) out.mentions_all = g.mentions_all;
   return Object.keys(out).length === 0 ? null : out;
 }
@@ -123,6 +136,8 @@ export interface ActiveGrants {
   readonly approval: ReadonlySet<string>;
   /** Operations behind the tools that need approval. */
   readonly approvalOperations: ReadonlySet<string>;
+  /** Operations behind the tools that the agent's user must confirm. */
+  readonly confirmOperations: ReadonlySet<string>;
   readonly mentionsAll: boolean;
 }
 
@@ -144,6 +159,7 @@ export function activeGrants(json: string | null | undefined): ActiveGrants | nu
     writesPerHour: raw.writes_per_hour ?? null,
     approval: new Set(raw.approval ?? []),
     approvalOperations: ops(raw.approval ?? []),
+    confirmOperations: ops(raw.confirm ?? []),
     mentionsAll: raw.mentions_all !== false,
   };
   if (PARSED.size >= 1000) PARSED.clear();

@@ -72,8 +72,11 @@ export function parseInput<S extends z.ZodType>(schema: S, raw: unknown): z.outp
   return res.data;
 }
 
-/** Checks the caller kind and scope, validates the input, and runs the operation. */
-export function checkAccess(op: Operation, actor: Actor, dryRun = false): void {
+/**
+ * Checks the caller kind, scope and the grants that depend on the operation alone. `confirmed`: the
+ * agent's user confirmed this call (grant confirm; only the MCP transport can ask them).
+ */
+export function checkAccess(op: Operation, actor: Actor, dryRun = false, confirmed = false): void {
   if (!op.actors.includes(actor.kind)) {
     throw new AppError(
       'forbidden',
@@ -83,7 +86,7 @@ export function checkAccess(op: Operation, actor: Actor, dryRun = false): void {
   if (actor.kind === 'bot' && op.scope && !scopesAllow(actor.scopes, op.scope)) {
     throw new AppError('insufficient_scope', `This API key lacks the scope ${op.scope}`, { scope: op.scope });
   }
-  if (actor.kind === 'bot' && actor.grants) checkStaticGrants(op, actor.grants, dryRun);
+  if (actor.kind === 'bot' && actor.grants) checkStaticGrants(op, actor.grants, dryRun, confirmed);
 }
 
 export const isWriting = (op: Operation): boolean =>
@@ -96,7 +99,12 @@ const denied = (grant: string, message: string) => new AppError('grant_denied', 
  * scope, before the input is read. `dryRun`: a dry run of a tool that needs approval is allowed
  * (it does nothing; its report says that approval would be needed).
  */
-export function checkStaticGrants(op: Operation, g: ActiveGrants, dryRun: boolean): void {
+export function checkStaticGrants(
+  op: Operation,
+  g: ActiveGrants,
+  dryRun: boolean,
+  confirmed = false,
+): void {
   if (g.operations && !g.operations.has(op.name)) {
     const tool = toolOf(op.name);
     throw denied(
@@ -113,6 +121,13 @@ export function checkStaticGrants(op: Operation, g: ActiveGrants, dryRun: boolea
       'approval_required',
       `The tool ${toolOf(op.name) ?? op.name} needs approval under this API key's grants (grant approval); approval is not supported yet, so nothing was done`,
       { grant: 'approval' },
+    );
+  }
+  if (!dryRun && !confirmed && g.confirmOperations.has(op.name)) {
+    throw new AppError(
+      'confirmation_required',
+      `The tool ${toolOf(op.name) ?? op.name} needs the agent's user to confirm each call under this API key's grants (grant confirm): only an MCP 2026-07-28 client that declares elicitation can ask them, so nothing was done`,
+      { grant: 'confirm' },
     );
   }
 }
@@ -197,7 +212,12 @@ export async function runOperation<S extends z.ZodType, O>(
   return runChecked(op, ctx, parseInput(op.input, raw));
 }
 
-const GRANT_CODES = new Set(['grant_denied', 'approval_required', 'write_budget_exceeded']);
+const GRANT_CODES = new Set([
+  'grant_denied',
+  'approval_required',
+  'confirmation_required',
+  'write_budget_exceeded',
+]);
 
 /** Records a call its key's grants refused in the audit (the tool-call audit, surface rest). */
 function auditRefusal(ctx: OpContext, operation: string, err: unknown): void {

@@ -2018,6 +2018,7 @@ export interface components {
           | 'quota_exceeded'
           | 'grant_denied'
           | 'approval_required'
+          | 'confirmation_required'
           | 'write_budget_exceeded'
           | 'unavailable'
           | 'search_timeout'
@@ -6393,6 +6394,7 @@ export interface operations {
                 containers?: string[];
                 writes_per_hour?: number;
                 approval?: string[];
+                confirm?: string[];
                 mentions_all?: boolean;
               } | null;
             }[];
@@ -6470,6 +6472,18 @@ export interface operations {
               | 'get_user_info'
               | 'list_users'
             )[];
+            /** @description tools whose calls the agent's own user must confirm (MCP 2026-07-28 clients that declare elicitation: the call answers input_required and runs on the confirmed retry; refused on REST and older MCP versions) */
+            confirm?: (
+              | 'send_message'
+              | 'read_messages'
+              | 'list_channels'
+              | 'create_task'
+              | 'update_task'
+              | 'list_tasks'
+              | 'search'
+              | 'get_user_info'
+              | 'list_users'
+            )[];
             /** @description false: messages mentioning @all or @here are refused */
             mentions_all?: boolean;
           } | null;
@@ -6506,6 +6520,7 @@ export interface operations {
               containers?: string[];
               writes_per_hour?: number;
               approval?: string[];
+              confirm?: string[];
               mentions_all?: boolean;
             } | null;
             /** @description The full key; shown only once */
@@ -6561,6 +6576,7 @@ export interface operations {
               containers?: string[];
               writes_per_hour?: number;
               approval?: string[];
+              confirm?: string[];
               mentions_all?: boolean;
             } | null;
           };
@@ -6617,6 +6633,18 @@ export interface operations {
               | 'get_user_info'
               | 'list_users'
             )[];
+            /** @description tools whose calls the agent's own user must confirm (MCP 2026-07-28 clients that declare elicitation: the call answers input_required and runs on the confirmed retry; refused on REST and older MCP versions) */
+            confirm?: (
+              | 'send_message'
+              | 'read_messages'
+              | 'list_channels'
+              | 'create_task'
+              | 'update_task'
+              | 'list_tasks'
+              | 'search'
+              | 'get_user_info'
+              | 'list_users'
+            )[];
             /** @description false: messages mentioning @all or @here are refused */
             mentions_all?: boolean;
           } | null;
@@ -6653,6 +6681,7 @@ export interface operations {
               containers?: string[];
               writes_per_hour?: number;
               approval?: string[];
+              confirm?: string[];
               mentions_all?: boolean;
             } | null;
           };

@@ -20,6 +20,7 @@ export const HTTP_STATUS: Record<ErrorCode, number> = {
   quota_exceeded: 403,
   grant_denied: 403,
   approval_required: 403,
+  confirmation_required: 403,
   write_budget_exceeded: 429,
   unavailable: 503,
   search_timeout: 503,

@@ -17,6 +17,7 @@ import {
 } from './jsonrpc.js';
 import { listResources, readResource, RESOURCE_TEMPLATES_JSON } from './resources.js';
 import { discoverResult } from './modern.js';
+import { confirmation, ConfirmationSigner } from './confirm.js';
 import { isWritingTool, toolGranted, toolsListJson, TOOLS_BY_NAME } from './tools.js';
 import { hasStructuredOutput, isLegacyVersion, LATEST_LEGACY } from './versions.js';
 
@@ -262,7 +263,9 @@ async function callTool(params: Params | undefined, cc: CallContext): Promise<st
       dryRun = flag;
       callArgs = rest;
     }
-    checkAccess(tool.op, cc.actor, dryRun);
+    // Confirmation by the agent's user (grant confirm) is asked last: only of a call that would run.
+    const needsConfirm = !dryRun && grants != null && grants.confirmOperations.has(tool.op.name);
+    checkAccess(tool.op, cc.actor, dryRun, needsConfirm);
     const parsed = tool.op.input.safeParse(callArgs);
     if (!parsed.success) {
       const { message, field } = describeArgs(parsed.error.issues, args as Record<string, unknown>);
@@ -270,6 +273,31 @@ async function callTool(params: Params | undefined, cc: CallContext): Promise<st
         throw new AppError('invalid_input', message, { field });
       }
       throw new RpcError(INVALID_PARAMS, `Invalid arguments for tool ${name}: ${message}`, { field });
+    }
+    if (needsConfirm) {
+      grant = 'confirm';
+      const c = confirmation(
+        new ConfirmationSigner(cc.services.encryptionKey),
+        params!,
+        cc.modern === true,
+        cc.actor.keyId,
+        name,
+        callArgs,
+        cc.services.clock.now(),
+      );
+      if (c.kind === 'ask') {
+        // Not an error: the call waits for the user's answer (the audit's detail says so).
+        errorCode = 'input_required';
+        return c.result;
+      }
+      if (c.kind === 'declined') {
+        outcome = 'tool_error';
+        errorCode = 'declined';
+        return toolResult(
+          `Declined: the agent's user did not confirm this call (${c.action}); nothing was done`,
+          true,
+        );
+      }
     }
     if (dryRun) {
       const ctx = { ...opContext(cc), dryRun: { events: [] } };
