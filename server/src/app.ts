@@ -171,7 +171,10 @@ export async function startApp(
   if (storage.presence) {
     const presence = new ClusterPresence(storage.presence, clock, log, () => realtime.connectedUsers());
     realtime.usePresence(lifecycle.add(presence)); // who is online, as every instance sees it
-    leader.every(PRESENCE_EXPIRY_MS, () => presence.prune());
+    leader.every(PRESENCE_EXPIRY_MS, () => presence.prune()); // the rows of both presences
+    // Which instance holds which bot's sockets: the others leave those bots' deliveries to it.
+    const bots = new ClusterPresence(storage.presence, clock, log, () => botSockets.presenceIds());
+    botSockets.usePresence(lifecycle.add(bots));
   }
   leader.every(BLOB_SWEEP_EVERY_MS, () => blobs.sweep()); // uploads a crash cut short
   const buckets = storage.sharedRateBuckets;

@@ -45,7 +45,7 @@ export interface AttemptResult {
    * Socket attempts (socket.ts): `closed` and `expired` are sent again at once (up to
    * WORKROOM_SOCKET_MAX_ATTEMPTS); `waiting` is no attempt at all (no URL, no socket): the row waits.
    */
-  socket?: 'closed' | 'expired' | 'waiting' | undefined;
+  socket?: 'closed' | 'expired' | 'waiting' | 'elsewhere' | undefined;
   /** The transport that carried it (metrics). */
   via?: 'socket' | undefined;
 }
@@ -108,6 +108,9 @@ export class Attempter {
           };
     // A bot's socket is preferred while it is connected; its webhook URL serves otherwise (docs/SOCKET.md).
     if (this.#o.socket?.connected(target.bot_id)) return this.#deliverSocket(c, this.#o.socket, sent);
+    // The bot's socket is on another instance (a cluster): that instance's worker sends it.
+    if (this.#o.socket?.connectedElsewhere?.(target.bot_id))
+      return { notSent: true, socket: 'elsewhere', durationMs: 0, error: SOCKET_LOG.elsewhere };
     if (!target.webhook_url)
       return this.#o.socket
         ? { notSent: true, socket: 'waiting', durationMs: 0, error: SOCKET_LOG.waiting }

@@ -152,7 +152,7 @@ export class Recorder {
     await stores.deliveries.recordDelivered(delivered, now);
     for (const f of batch) {
       if (f.result.ok) continue;
-      if (f.result.socket === 'waiting')
+      if (f.result.socket === 'waiting' || f.result.socket === 'elsewhere')
         await recordWaiting(stores, f, now, this.#o.webhooks, this.#o.sockets);
       else await recordFailure(stores, f, now, this.#o.webhooks, this.#o.sockets);
     }
@@ -214,10 +214,12 @@ export const ABORTED = 'aborted by the receiver (webhook-delivery: abort-message
  * A bot with no webhook URL and no socket connected: nothing was sent, so no attempt is recorded; the
  * row waits (its `last_error` says so), looked at again after the first retry delay and woken at once
  * when one of the bot's sockets connects (`wakeWaiting`). After WORKROOM_SOCKET_WAIT it fails, quietly.
+ * The bot's socket on another instance (a cluster): the row is due again in a second, for that
+ * instance's worker to claim (no attempt either).
  */
 async function recordWaiting(
   stores: Stores,
-  { c }: Finished,
+  { c, result }: Finished,
   now: string,
   webhooks: Config['webhooks'],
   sockets: Config['sockets'],
@@ -233,11 +235,14 @@ async function recordWaiting(
     });
     return;
   }
-  const again = Math.min(webhooks.retryDelaysMs[0] ?? 60_000, sockets.waitMs);
+  const elsewhere = result.socket === 'elsewhere';
+  const again = elsewhere
+    ? 1000
+    : Math.max(1000, Math.min(webhooks.retryDelaysMs[0] ?? 60_000, sockets.waitMs));
   await stores.deliveries.update(row.id, {
     state: 'pending',
-    last_error: SOCKET_LOG.waiting,
-    next_attempt_at: new Date(nowMs + Math.max(1000, again)).toISOString(),
+    last_error: elsewhere ? SOCKET_LOG.elsewhere : SOCKET_LOG.waiting,
+    next_attempt_at: new Date(nowMs + again).toISOString(),
     updated_at: now,
   });
 }

@@ -42,6 +42,11 @@ export interface SocketTransport {
   /** Whether the bot has a socket open to this instance. */
   connected(botId: string): boolean;
   /**
+   * Whether the bot has a socket open to another instance on the same database (and none here): its
+   * deliveries are left to that instance (PostgreSQL clusters; as of the last look, about a second old).
+   */
+  connectedElsewhere?(botId: string): boolean;
+  /**
    * Sends one delivery over one of the bot's sockets and waits for its outcome (never rejects);
    * `sent` is called once the frame is written.
    */
@@ -54,6 +59,8 @@ export const SOCKET_LOG = {
   closed: 'socket closed before the ack',
   expired: (leaseMs: number) => `lease expired: no ack within ${Math.round(leaseMs / 1000)} s`,
   nacked: (reason: string | undefined) => `nacked by the bot${reason ? `: ${reason}` : ''}`,
+  /** Not an attempt: the row is left for the instance that holds the bot's socket. */
+  elsewhere: 'left for the instance that holds the bot’s socket',
   /** Not an attempt: the row waits (last_error) until a socket connects or the wait runs out. */
   waiting: 'waiting for a socket: the bot has no webhook URL and no socket connected',
   gaveUp: (waitMs: number) =>

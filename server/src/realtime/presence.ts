@@ -56,6 +56,11 @@ export class ClusterPresence implements Service {
     return this.store.onlineAmong(userIds, this.clock.now() - PRESENCE_EXPIRY_MS);
   }
 
+  /** The ids (after `prefix`) connected to the other instances. */
+  onlineElsewhere(prefix: string): Promise<Set<string>> {
+    return this.store.onlineWithPrefix(prefix, this.clock.now() - PRESENCE_EXPIRY_MS, this.instanceId);
+  }
+
   /** Removes the rows of instances that died (the leader's work, scheduler/leader.ts). */
   prune(): Promise<number> {
     return this.store.prune(this.clock.now() - PRESENCE_EXPIRY_MS);

@@ -37,6 +37,18 @@ export class PresenceStore {
     return new Set(r.rows.map((x) => x.user_id));
   }
 
+  /**
+   * The ids starting with `prefix` (without it) that an instance other than `exceptInstance` saw
+   * connected since `sinceMs` (bot sockets: `bot:<id>`, transports/socket/hub.ts).
+   */
+  async onlineWithPrefix(prefix: string, sinceMs: number, exceptInstance: string): Promise<Set<string>> {
+    const r = await sql<{ user_id: string }>`select distinct user_id from presence
+      where user_id like ${`${prefix}%`} and instance_id <> ${exceptInstance} and seen_at_ms >= ${sinceMs}`.execute(
+      this.db,
+    );
+    return new Set(r.rows.map((x) => x.user_id.slice(prefix.length)));
+  }
+
   /** Removes rows no instance has heartbeated since `beforeMs` (instances that died). */
   async prune(beforeMs: number): Promise<number> {
     const r = await sql`delete from presence where seen_at_ms < ${beforeMs}`.execute(this.db);

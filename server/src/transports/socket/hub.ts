@@ -77,6 +77,21 @@ class BotSocket {
  * Implements delivery/socket.ts's SocketTransport (structurally: transports/ do not import delivery/;
  * app.ts hands it to the worker, where the compiler checks the fit) and the commands' SocketCommands.
  */
+/**
+ * Which bots have sockets on the other instances of one PostgreSQL database (realtime/presence.ts's
+ * ClusterPresence, with ids `bot:<id>`), so that an instance leaves their deliveries to the one that
+ * holds the socket (docs/SOCKET.md, "Several instances").
+ */
+export interface SocketPresence {
+  connected(id: string): Promise<void>;
+  disconnected(id: string): void;
+  onlineElsewhere(prefix: string): Promise<Set<string>>;
+}
+
+/** How often an instance looks at which bots hold sockets elsewhere. */
+const ELSEWHERE_REFRESH_MS = 1000;
+const PRESENCE_PREFIX = 'bot:';
+
 export class BotSocketHub implements SocketCommands {
   readonly name = 'bot-sockets';
   readonly #wss: WebSocketServer;
@@ -85,6 +100,10 @@ export class BotSocketHub implements SocketCommands {
   #authenticating = 0;
   #heartbeat: NodeJS.Timeout | undefined;
   #stopping = false;
+  #presence: SocketPresence | undefined;
+  /** Bots with a socket on another instance, as of the last look (PostgreSQL clusters). */
+  #elsewhere = new Set<string>();
+  #refresh: NodeJS.Timeout | undefined;
   /** Called once a socket of the bot is ready (app.ts: the worker wakes the bot's waiting deliveries). */
   onConnected: (botId: string) => void = () => undefined;
 
@@ -105,10 +124,35 @@ export class BotSocketHub implements SocketCommands {
   start(): void {
     this.#heartbeat = setInterval(() => this.#beat(), this.services.config.sockets.heartbeatMs);
     this.#heartbeat.unref();
+    this.#refresh = setInterval(() => void this.#lookElsewhere(), ELSEWHERE_REFRESH_MS);
+    this.#refresh.unref();
+  }
+
+  /** Shares which bots hold sockets here with the other instances on the database (app.ts, PostgreSQL). */
+  usePresence(presence: SocketPresence): void {
+    this.#presence = presence;
+  }
+
+  /** This instance's bots with a socket, as presence ids (ClusterPresence's heartbeat). */
+  presenceIds(): string[] {
+    return [...this.#byBot.keys()].map((id) => PRESENCE_PREFIX + id);
   }
 
   connected(botId: string): boolean {
     return (this.#byBot.get(botId)?.size ?? 0) > 0;
+  }
+
+  connectedElsewhere(botId: string): boolean {
+    return this.#elsewhere.has(botId) && !this.connected(botId);
+  }
+
+  async #lookElsewhere(): Promise<void> {
+    if (!this.#presence || this.#stopping) return;
+    try {
+      this.#elsewhere = await this.#presence.onlineElsewhere(PRESENCE_PREFIX);
+    } catch (err) {
+      this.services.log.warn({ err }, 'bot socket: could not read the other instances’ sockets');
+    }
   }
 
   /** Sockets of one bot on this instance. */
@@ -233,14 +277,31 @@ export class BotSocketHub implements SocketCommands {
     if (!set) this.#byBot.set(actor.botId, (set = new Set()));
     set.add(s);
     this.#count++;
+    // A bot's first socket here is recorded for the other instances (their workers leave its
+    // deliveries to this one); until then they may still take some, which wait a second.
+    if (set.size === 1 && this.#presence) {
+      this.#presence
+        .connected(PRESENCE_PREFIX + actor.botId)
+        .catch((err: unknown) => this.services.log.warn({ err }, 'bot socket: presence not recorded'));
+      // What another instance recorded as waiting for a socket before it saw this one is woken once
+      // every instance has looked (their looks come every ELSEWHERE_REFRESH_MS).
+      const again = setTimeout(() => {
+        if (this.connected(actor.botId) && !this.#stopping) this.#connected(actor.botId);
+      }, 3 * ELSEWHERE_REFRESH_MS);
+      again.unref();
+    }
     ws.on('error', (err) => this.services.log.debug({ err: err.message }, 'bot socket: error'));
     ws.on('close', () => this.#remove(s));
     ws.on('pong', () => (s.alive = true));
     ws.on('message', (data: RawData, isBinary: boolean) => this.#onMessage(s, data, isBinary));
     const { leaseMs, heartbeatMs } = this.services.config.sockets;
     s.send({ type: 'ready', bot_id: actor.botId, lease_ms: leaseMs, heartbeat_ms: heartbeatMs });
+    this.#connected(actor.botId);
+  }
+
+  #connected(botId: string): void {
     try {
-      this.onConnected(actor.botId);
+      this.onConnected(botId);
     } catch (err) {
       this.services.log.warn({ err }, 'bot socket: onConnected failed');
     }
@@ -281,7 +342,10 @@ export class BotSocketHub implements SocketCommands {
   #remove(s: BotSocket): void {
     const set = this.#byBot.get(s.actor.botId);
     if (set?.delete(s)) this.#count--;
-    if (set && set.size === 0) this.#byBot.delete(s.actor.botId);
+    if (set && set.size === 0) {
+      this.#byBot.delete(s.actor.botId);
+      this.#presence?.disconnected(PRESENCE_PREFIX + s.actor.botId);
+    }
     // Its unacknowledged deliveries go out again (another socket of the bot, or later).
     for (const p of [...s.inflight.values()]) p.resolve({ kind: 'closed' });
   }
@@ -327,6 +391,7 @@ export class BotSocketHub implements SocketCommands {
   async stop(): Promise<void> {
     await this.drain();
     clearInterval(this.#heartbeat);
+    clearInterval(this.#refresh);
     this.#wss.close();
   }
 }
