@@ -24,6 +24,7 @@ function openapiLists(): Plugin {
         enum?: string[];
         items?: Schema;
         properties?: Record<string, Schema>;
+        anyOf?: Schema[];
       }
       interface Operation {
         requestBody?: { content: { 'application/json': { schema: Schema } } };
@@ -53,6 +54,15 @@ function openapiLists(): Plugin {
         USER_STATUSES: bodyEnum('/api/users/{userId}', 'patch', 'status'),
         FILE_TYPES: queryEnum('/api/channels/{channelId}/files', 'type'),
         FILE_SORTS: queryEnum('/api/channels/{channelId}/files', 'sort'),
+        // The MCP tools a key's grants may name (grants is nullable: its object is one of anyOf).
+        GRANT_TOOLS: (() => {
+          const g = op('/api/bots/{botId}/api-keys', 'post').requestBody?.content['application/json'].schema
+            .properties?.grants;
+          const values = (g?.anyOf ?? [g]).find((s) => s?.properties)?.properties?.tools?.items?.enum;
+          if (!values)
+            throw new Error('openapi-lists: no enum for grants.tools of POST /api/bots/{botId}/api-keys');
+          return values;
+        })(),
       };
       return Object.entries(lists)
         .map(([name, values]) => `export const ${name} = ${JSON.stringify(values)};`)

@@ -19,5 +19,8 @@ declare module 'virtual:openapi-lists' {
   export const ROLES: readonly NonNullable<Body<'/api/users', 'post'>['role']>[];
   export const USER_STATUSES: readonly NonNullable<Body<'/api/users/{userId}', 'patch'>['status']>[];
   export const FILE_TYPES: readonly NonNullable<Query<'/api/channels/{channelId}/files'>['type']>[];
+  export const GRANT_TOOLS: readonly NonNullable<
+    NonNullable<Body<'/api/bots/{botId}/api-keys', 'post'>['grants']>['tools']
+  >[number][];
   export const FILE_SORTS: readonly NonNullable<Query<'/api/channels/{channelId}/files'>['sort']>[];
 }

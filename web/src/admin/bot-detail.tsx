@@ -1,9 +1,9 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { api, describe, ok } from '../api/client';
-import type { ApiKey, Bot, BotCommand, NewApiKey, Scope } from '../api/types';
+import type { ApiKey, Bot, BotCommand, GrantTool, KeyGrants, NewApiKey, Scope } from '../api/types';
 import { BotForm } from './bot-form';
 import { Deliveries } from './deliveries';
-import { SCOPES } from './lists';
+import { GRANT_TOOLS, SCOPES } from './lists';
 import { ToolCalls } from './tool-calls';
 
 const when = (iso: string | null) => (iso === null ? '—' : new Date(iso).toLocaleString());
@@ -114,7 +114,26 @@ function ApiKeys({ bot }: { bot: Bot }) {
   const [fresh, setFresh] = useState<NewApiKey | null>(null);
   const [copied, setCopied] = useState(false);
   const [revoking, setRevoking] = useState<string | null>(null);
+  // Grants (docs/API.md, "Agent grants"): nothing picked or typed means no grant of that kind.
+  const [tools, setTools] = useState<Set<GrantTool>>(new Set());
+  const [approval, setApproval] = useState<Set<GrantTool>>(new Set());
+  const [readOnly, setReadOnly] = useState(false);
+  const [containers, setContainers] = useState('');
+  const [perHour, setPerHour] = useState('');
+  const [mentionsAll, setMentionsAll] = useState(true);
   const path = { params: { path: { botId: bot.id } } };
+
+  function grantsOfForm(): KeyGrants | null {
+    const g: KeyGrants = {};
+    if (tools.size > 0) g.tools = GRANT_TOOLS.filter((t) => tools.has(t));
+    if (approval.size > 0) g.approval = GRANT_TOOLS.filter((t) => approval.has(t));
+    if (readOnly) g.read_only = true;
+    const ids = containers.split(/[\s,]+/).filter(Boolean);
+    if (ids.length > 0) g.containers = ids;
+    if (perHour.trim() !== '') g.writes_per_hour = Number(perHour);
+    if (!mentionsAll) g.mentions_all = false;
+    return Object.keys(g).length > 0 ? g : null;
+  }
 
   const reload = () =>
     ok(api.GET('/api/bots/{botId}/api-keys', path))
@@ -126,10 +145,17 @@ function ApiKeys({ bot }: { bot: Bot }) {
     e.preventDefault();
     setError(null);
     try {
-      const body: { key_type: 'live' | 'test'; scopes: Scope[]; expires_in_days?: number } = {
+      const body: {
+        key_type: 'live' | 'test';
+        scopes: Scope[];
+        expires_in_days?: number;
+        grants?: KeyGrants;
+      } = {
         key_type: keyType,
         scopes: SCOPES.filter((s) => scopes.has(s)),
       };
+      const grants = grantsOfForm();
+      if (grants !== null) body.grants = grants;
       if (days.trim() !== '') body.expires_in_days = Number(days);
       setFresh(await ok(api.POST('/api/bots/{botId}/api-keys', { ...path, body })));
       setCopied(false);
@@ -217,6 +243,72 @@ function ApiKeys({ bot }: { bot: Bot }) {
           value={days}
           onInput={(e) => setDays(e.currentTarget.value)}
         />
+        <details class="grants">
+          <summary>Agent grants (optional)</summary>
+          <fieldset>
+            <legend>MCP tools the key may call (none picked: every tool)</legend>
+            <div class="checks">
+              {GRANT_TOOLS.map((t) => (
+                <label key={t} class="check">
+                  <input
+                    type="checkbox"
+                    checked={tools.has(t)}
+                    onChange={(e) => setTools(toggled(tools, t, e.currentTarget.checked))}
+                  />
+                  {t}
+                </label>
+              ))}
+            </div>
+          </fieldset>
+          <label class="check">
+            <input
+              type="checkbox"
+              checked={readOnly}
+              onChange={(e) => setReadOnly(e.currentTarget.checked)}
+            />
+            Read-only (every write is refused)
+          </label>
+          <label class="check">
+            <input
+              type="checkbox"
+              checked={mentionsAll}
+              onChange={(e) => setMentionsAll(e.currentTarget.checked)}
+            />
+            May mention @all and @here
+          </label>
+          <label for="key-containers">
+            Only in these channels, projects, topics or DM rooms (ids; empty: wherever the bot is)
+          </label>
+          <input
+            id="key-containers"
+            type="text"
+            value={containers}
+            onInput={(e) => setContainers(e.currentTarget.value)}
+          />
+          <label for="key-per-hour">Writes per hour (empty: no budget)</label>
+          <input
+            id="key-per-hour"
+            type="number"
+            min={1}
+            value={perHour}
+            onInput={(e) => setPerHour(e.currentTarget.value)}
+          />
+          <fieldset>
+            <legend>Tools that need approval (not supported yet: refused)</legend>
+            <div class="checks">
+              {GRANT_TOOLS.map((t) => (
+                <label key={t} class="check">
+                  <input
+                    type="checkbox"
+                    checked={approval.has(t)}
+                    onChange={(e) => setApproval(toggled(approval, t, e.currentTarget.checked))}
+                  />
+                  {t}
+                </label>
+              ))}
+            </div>
+          </fieldset>
+        </details>
         <div class="buttons">
           <button type="submit" class="primary">
             Issue key
@@ -232,6 +324,7 @@ function ApiKeys({ bot }: { bot: Bot }) {
                 <th scope="col">Prefix</th>
                 <th scope="col">Type</th>
                 <th scope="col">Scopes</th>
+                <th scope="col">Grants</th>
                 <th scope="col" class="wide">
                   Created
                 </th>
@@ -254,6 +347,7 @@ function ApiKeys({ bot }: { bot: Bot }) {
                   </th>
                   <td>{k.key_type}</td>
                   <td>{k.scopes === null || k.scopes.length === 0 ? 'all' : k.scopes.join(', ')}</td>
+                  <td>{grantsText(k.grants)}</td>
                   <td class="wide">{when(k.created_at)}</td>
                   <td class="wide">{when(k.last_used_at)}</td>
                   <td>{k.use_count}</td>
@@ -303,6 +397,26 @@ function ApiKeys({ bot }: { bot: Bot }) {
       )}
     </section>
   );
+}
+
+const toggled = <T,>(set: Set<T>, value: T, on: boolean): Set<T> => {
+  const next = new Set(set);
+  if (on) next.add(value);
+  else next.delete(value);
+  return next;
+};
+
+/** A key's grants in a line: "none", or each grant that is set. */
+function grantsText(g: ApiKey['grants']): string {
+  if (g === null) return 'none';
+  const parts: string[] = [];
+  if (g.tools) parts.push(`tools: ${g.tools.join(', ')}`);
+  if (g.read_only) parts.push('read-only');
+  if (g.containers) parts.push(`${g.containers.length} container${g.containers.length === 1 ? '' : 's'}`);
+  if (g.writes_per_hour !== undefined) parts.push(`${g.writes_per_hour} writes/hour`);
+  if (g.approval?.length) parts.push(`approval: ${g.approval.join(', ')}`);
+  if (g.mentions_all === false) parts.push('no @all/@here');
+  return parts.join('; ') || 'none';
 }
 
 function WebhookSecret({ bot }: { bot: Bot }) {

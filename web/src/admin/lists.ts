@@ -3,4 +3,12 @@
  * values: read from the committed OpenAPI document at build time (`virtual:openapi-lists`, see
  * vite.config.ts) and typed by the document's generated types. Nothing here is copied by hand.
  */
-export { EVENT_TYPES, FILE_SORTS, FILE_TYPES, ROLES, SCOPES, USER_STATUSES } from 'virtual:openapi-lists';
+export {
+  EVENT_TYPES,
+  FILE_SORTS,
+  FILE_TYPES,
+  GRANT_TOOLS,
+  ROLES,
+  SCOPES,
+  USER_STATUSES,
+} from 'virtual:openapi-lists';
