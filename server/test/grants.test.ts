@@ -432,6 +432,12 @@ describe('agent grants and dry runs', () => {
           } else expect(report.result.title).toBe(`grants ${marker}`);
         }
         expect(await snapshot()).toBe(before);
+        // What readers see (through the server's read paths and caches) holds none of it either.
+        const seen = JSON.stringify([
+          expectStatus(await w.admin.api.get(`/api/channels/${chanA}/messages`), 200),
+          expectStatus(await w.admin.api.get(`/api/topics/${topicId}/tasks`), 200),
+        ]);
+        expect(seen).not.toContain('grants dry-');
         // The budget is whole: the real call goes through, then the next is refused.
         const real = await call(surface, k.key, tool, args(tool, uniq('real')));
         expect(real.ok, JSON.stringify(real.body)).toBe(true);
@@ -480,6 +486,20 @@ describe('agent grants and dry runs', () => {
     expect(r.status).toBe(429);
     return Number(r.headers.get('retry-after'));
   }
+
+  it('a PATCH applies from the next request, also inside an open MCP session', async () => {
+    const k = await keyWith(null);
+    expect(await listed('mcp-2025-03-26', k.key)).toHaveLength(9);
+    expectStatus(await w.admin.api.patch(`${keysPath()}/${k.id}`, { grants: { tools: ['search'] } }), 200);
+    expect(await listed('mcp-2025-03-26', k.key)).toEqual(['search']);
+    const o = await call('mcp-2025-03-26', k.key, 'list_users', {});
+    expect([o.code, o.grant]).toEqual([-32004, 'tools']);
+    expectStatus(await w.admin.api.patch(`${keysPath()}/${k.id}`, { grants: null }), 200);
+    expect(await listed('mcp-2025-03-26', k.key)).toHaveLength(9);
+    // A revoked key's grants cannot change.
+    expectStatus(await w.admin.api.delete(`${keysPath()}/${k.id}`), 200);
+    expect((await w.admin.api.patch(`${keysPath()}/${k.id}`, { grants: null })).status).toBe(409);
+  });
 
   it('mentions_all: false refuses @all and @here on REST and MCP; other text passes', async () => {
     const k = await keyWith({ mentions_all: false });
