@@ -38,8 +38,9 @@ const IN_CONTAINER = new Set<Tool>([
   'update_task',
   'list_tasks',
 ]);
-type Surface = 'rest' | 'mcp-2025-03-26' | 'mcp-2026-07-28';
-const SURFACES: Surface[] = ['rest', 'mcp-2025-03-26', 'mcp-2026-07-28'];
+type Surface = 'rest' | 'mcp-2025-03-26' | 'mcp-2025-06-18' | 'mcp-2025-11-25' | 'mcp-2026-07-28';
+/** REST, and every MCP version era: sessions of 2025-03-26, -06-18, -11-25, and stateless 2026-07-28. */
+const SURFACES: Surface[] = ['rest', 'mcp-2025-03-26', 'mcp-2025-06-18', 'mcp-2025-11-25', 'mcp-2026-07-28'];
 
 /** What a call came to, the same on every surface. */
 interface Outcome {
@@ -143,17 +144,49 @@ describe('agent grants and dry runs', () => {
   }
 
   const sessions = new Map<string, string | undefined>();
+  /** A session of a 2025-06-18+ client: initialize echoes the version; later requests carry the header. */
+  async function session(key: string, version: string): Promise<string | undefined> {
+    const r = await rawMcp(srv.url, {
+      key,
+      body: {
+        jsonrpc: '2.0',
+        id: 0,
+        method: 'initialize',
+        params: {
+          protocolVersion: version,
+          capabilities: {},
+          clientInfo: { name: 'grants-test', version: '1' },
+        },
+      },
+    });
+    expect(r.body.result.protocolVersion).toBe(version);
+    const id = r.headers.get('mcp-session-id') ?? undefined;
+    await rawMcp(srv.url, {
+      key,
+      session: id,
+      headers: { 'mcp-protocol-version': version },
+      body: { jsonrpc: '2.0', method: 'notifications/initialized' },
+    });
+    return id;
+  }
   async function mcp(
     surface: Exclude<Surface, 'rest'>,
     key: string,
     method: string,
     params: Record<string, unknown>,
   ): Promise<any> {
-    if (surface === 'mcp-2025-03-26') {
-      if (!sessions.has(key)) sessions.set(key, await rawSession(srv.url, key));
+    if (surface !== 'mcp-2026-07-28') {
+      const version = surface.slice(4);
+      const sessionKey = `${surface} ${key}`;
+      if (!sessions.has(sessionKey))
+        sessions.set(
+          sessionKey,
+          version === '2025-03-26' ? await rawSession(srv.url, key) : await session(key, version),
+        );
       const r = await rawMcp(srv.url, {
         key,
-        session: sessions.get(key),
+        session: sessions.get(sessionKey),
+        headers: version === '2025-03-26' ? {} : { 'mcp-protocol-version': version },
         body: { jsonrpc: '2.0', id: 1, method, params },
       });
       expect(r.status, r.text).toBe(200);
