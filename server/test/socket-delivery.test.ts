@@ -223,6 +223,28 @@ describe('socket delivery', () => {
     expect(cmd.data).toMatchObject({ command: 'sockping', args: 'hello', user_id: owner.id });
   });
 
+  it('a click on the bot’s message action reaches it over the socket; it answers by editing', async () => {
+    const bot = await socketBot();
+    const s = await connect(bot, { autoAck: true });
+    const actions = [{ type: 'button', id: 'approve', label: 'Approve', value: 'yes' }];
+    const m = expectStatus(
+      await bot.api.post(`/api/channels/${channel}/messages`, { content: 'ok?', actions }),
+      201,
+    );
+    expectStatus(await owner.api.post(`/api/messages/${m.id}/actions`, { action_id: 'approve' }), 202);
+    const f = await s.until((x) => x.events.find((e) => e.event_type === 'action.invoked'));
+    expect(f.data).toMatchObject({ message_id: m.id, action_id: 'approve', value: 'yes' });
+    expectStatus(await bot.api.put(`/api/messages/${m.id}`, { content: 'Approved', actions: null }), 200);
+  });
+
+  it('a malformed bot id in the path answers 400; the server stays up', async () => {
+    expect(
+      (await refusal(TestBotSocket.connect(srv.url, 'wrk_bot_x', { path: '/api/bots/%E0%A4%A/socket' })))
+        .status,
+    ).toBe(400);
+    expectStatus(await w.anon.get('/api/health'), 200);
+  });
+
   it('a bad frame is answered with an error, not a closed socket', async () => {
     const bot = await socketBot();
     const s = await connect(bot, { autoAck: true });
@@ -232,5 +254,30 @@ describe('socket delivery', () => {
     s.send({ type: 'ping' });
     await s.until((x) => x.frames.find((f) => f.type === 'pong'));
     expect(s.closed).toBe(false);
+  });
+});
+
+describe('socket heartbeats', () => {
+  let srv: TestServer;
+  afterAll(() => srv?.close());
+
+  it('a peer that stops answering is cut off, and its unacked delivery goes to the next socket', async () => {
+    srv = await startTestServer({ WORKROOM_SOCKET_HEARTBEAT: '200ms' });
+    const w = await World.create(srv.url);
+    const owner = await w.user({ role: 'member' });
+    const channel = await w.channel(owner.api);
+    const bot = await w.bot(owner.api, {}, { events: ['message.created'] });
+    expectStatus(await owner.api.post(`/api/channels/${channel}/members`, { bot_id: bot.id }), 201);
+    const silent = await TestBotSocket.connect(srv.url, bot.key);
+    expectStatus(await owner.api.post(`/api/channels/${channel}/messages`, { content: 'hb' }), 201);
+    const f = await silent.eventWith('hb');
+    // The bot's process hangs: nothing is read or answered any more (no pong), without a close.
+    (silent.ws as unknown as { _socket: { pause(): void } })._socket.pause();
+    await expect.poll(() => srv.app.botSockets.socketsOf(bot.id), { timeout: 15_000 }).toBe(0);
+    const next = await TestBotSocket.connect(srv.url, bot.key, { autoAck: true });
+    const again = await next.eventWith('hb');
+    expect(again.delivery_id).toBe(f.delivery_id);
+    await next.close();
+    silent.ws.terminate();
   });
 });

@@ -246,6 +246,8 @@ export class BotSocketHub implements SocketCommands {
 
   /** The bot's actor, or the HTTP refusal to write. */
   async #authenticate(req: IncomingMessage, pathBot: string | undefined): Promise<BotActor | string> {
+    if (pathBot !== undefined && !/^[A-Za-z0-9-]{1,64}$/.test(pathBot))
+      return answer(400, 'bad_request', 'The path’s bot id is not an id');
     const key = bearerCredential(req.headers.authorization);
     if (!key) return answer(401, 'unauthenticated', 'Missing Authorization: Bearer <bot API key>');
     if (!looksLikeBotKey(key)) return answer(401, 'unauthenticated', 'A bot socket takes a bot API key');
@@ -256,7 +258,7 @@ export class BotSocketHub implements SocketCommands {
       if (isAppError(err) && err.code === 'unauthenticated') return answer(401, err.code, err.message);
       throw err;
     }
-    if (pathBot !== undefined && decodeURIComponent(pathBot) !== actor.botId)
+    if (pathBot !== undefined && pathBot !== actor.botId)
       return answer(403, 'forbidden', 'The path names another bot than the API key');
     if (!scopesAllow(actor.scopes, 'messages:read'))
       return answer(403, 'forbidden', 'The API key lacks the scope messages:read (events carry messages)');
