@@ -99,12 +99,7 @@ const denied = (grant: string, message: string) => new AppError('grant_denied', 
  * scope, before the input is read. `dryRun`: a dry run of a tool that needs approval is allowed
  * (it does nothing; its report says that approval would be needed).
  */
-export function checkStaticGrants(
-  op: Operation,
-  g: ActiveGrants,
-  dryRun: boolean,
-  confirmed = false,
-): void {
+export function checkStaticGrants(op: Operation, g: ActiveGrants, dryRun: boolean, confirmed = false): void {
   if (g.operations && !g.operations.has(op.name)) {
     const tool = toolOf(op.name);
     throw denied(
