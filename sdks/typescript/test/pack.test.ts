@@ -44,6 +44,8 @@ describe('npm pack', () => {
       unknown
     >;
     expect(Object.keys(mod).sort()).toEqual([
+      'SocketReceiver',
+      'UpgradeRefused',
       'WebhookReceiver',
       'WorkroomClient',
       'WorkroomError',

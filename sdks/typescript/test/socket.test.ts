@@ -1,4 +1,6 @@
+import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { WebSocketServer } from 'ws';
 import { expectStatus } from '../../../server/test/helpers/client.js';
 import { startTestServer, type TestServer } from '../../../server/test/helpers/server.js';
 import { World, type BotHandle, type UserHandle } from '../../../server/test/helpers/world.js';
@@ -129,6 +131,34 @@ describe('SocketReceiver', () => {
     await expect
       .poll(async () => (await deliveries(bot))[0]?.attempt_log?.[0]?.error, { timeout: 10_000 })
       .toBe('nacked by the bot: boom');
+  });
+
+  it('a server that stops answering is taken for dead after two heartbeats: the receiver reconnects', async () => {
+    // A stand-in server: says ready, then on the first connection reads nothing more (no pongs).
+    const wss = new WebSocketServer({ port: 0, host: '127.0.0.1' });
+    let accepted = 0;
+    wss.on('connection', (ws) => {
+      accepted++;
+      ws.send(JSON.stringify({ type: 'ready', bot_id: 'b', lease_ms: 1000, heartbeat_ms: 100 }));
+      if (accepted === 1) (ws as unknown as { _socket: { pause(): void } })._socket.pause();
+    });
+    await new Promise((r) => wss.once('listening', r));
+    const port = (wss.address() as AddressInfo).port;
+    const r = new SocketReceiver({
+      baseUrl: `http://127.0.0.1:${port}`,
+      apiKey: 'wrk_bot_test',
+      heartbeatMs: 100,
+      reconnectMinMs: 20,
+      logger: { error: () => undefined, warn: () => undefined },
+    });
+    try {
+      await r.start();
+      await expect.poll(() => r.connections, { timeout: 10_000 }).toBe(2);
+    } finally {
+      await r.stop();
+      for (const c of wss.clients) c.terminate();
+      await new Promise((resolve) => wss.close(resolve));
+    }
   });
 
   it('start() rejects when the key is refused', async () => {
