@@ -534,6 +534,49 @@ describe('agent grants and dry runs', () => {
     expect((await w.admin.api.patch(`${keysPath()}/${k.id}`, { grants: null })).status).toBe(409);
   });
 
+  it('scopes still apply under grants; another organization stays not found with grants', async () => {
+    const scoped = expectStatus(
+      await w.admin.api.post(keysPath(), {
+        scopes: ['messages:read'],
+        grants: { tools: ['send_message', 'read_messages'] },
+      }),
+      201,
+    );
+    const before = await snapshot();
+    const o = await call('mcp-2026-07-28', scoped.key, 'send_message', args('send_message', 'scope'));
+    expect(o.code).toBe(-32003);
+    const r = await rest(scoped.key, 'send_message', args('send_message', 'scope'));
+    expect([r.status, r.code]).toEqual([403, 'insufficient_scope']);
+    expect(await snapshot()).toBe(before);
+    expect((await call('mcp-2026-07-28', scoped.key, 'read_messages', { channel_id: chanA })).ok).toBe(true);
+
+    // A bot of another organization, granted its own channel: this organization's containers are not found.
+    const other = await w.org();
+    const ob = expectStatus(await other.admin.api.post('/api/bots', { name: uniq('other') }), 201);
+    const oc = await w.channel(other.admin.api);
+    expectStatus(await other.admin.api.post(`/api/channels/${oc}/members`, { bot_id: ob.bot_id }), 201);
+    const ok = expectStatus(
+      await other.admin.api.post(`/api/bots/${ob.bot_id}/api-keys`, { grants: { containers: [oc] } }),
+      201,
+    );
+    // It cannot name them in a grant either (400, as any container the bot is not in).
+    const foreign = await other.admin.api.patch(`/api/bots/${ob.bot_id}/api-keys/${ok.id}`, {
+      grants: { containers: [chanA] },
+    });
+    expect([foreign.status, foreign.body.error.field]).toEqual([400, 'grants.containers.0']);
+    for (const tool of IN_CONTAINER) {
+      const before2 = await snapshot();
+      const x = await call('mcp-2026-07-28', ok.key, tool, args(tool, 'foreign'));
+      expect(x.code, tool).toBe('not_found');
+      const y = await rest(ok.key, tool, args(tool, 'foreign'));
+      expect([y.status, y.code], tool).toEqual([404, 'not_found']);
+      expect(await snapshot()).toBe(before2);
+    }
+    // A dry run of another organization's container is as not found as the real call.
+    const dry = await rest(ok.key, 'send_message', args('send_message', 'foreign'), true);
+    expect([dry.status, dry.code]).toEqual([404, 'not_found']);
+  });
+
   it('mentions_all: false refuses @all and @here on REST and MCP; other text passes', async () => {
     const k = await keyWith({ mentions_all: false });
     const before = await snapshot();

@@ -47,7 +47,8 @@ const INSTRUCTIONS =
   'You act as a bot and reach only the channels, projects and DM rooms the bot was added to. ' +
   'Start with list_channels or search to find ids, then read_messages / send_message for conversations and ' +
   'list_tasks / create_task / update_task for tasks in a topic. Every result names the ids you need next. ' +
-  'A tool refused for a missing API-key scope answers error -32003 naming the scope.';
+  'A tool refused for a missing API-key scope answers error -32003 naming the scope; one the key is not granted, -32004 naming the grant. ' +
+  'Writing tools take dry_run: true to see what a call would do without doing it.';
 
 /**
  * server/discover (2026-07-28; versioning.mdx: "Servers MUST implement server/discover"): every
