@@ -103,6 +103,14 @@ describe('socket delivery', () => {
         response_snippet: 'acked over the socket',
       }),
     ]);
+    // A redelivery from the log goes over the socket too, with the same id (a new round of attempts).
+    expectStatus(await owner.api.post(`/api/bots/${bot.id}/deliveries/${f.delivery_id}/redeliver`), 202);
+    const again = await s.until((x) => x.events.filter((e) => e.delivery_id === f.delivery_id)[1]);
+    expect(again.attempt).toBe(1);
+    s.ack(again.delivery_id!);
+    await expect
+      .poll(async () => (await delivery(bot, f.delivery_id!))?.state, { timeout: 10_000 })
+      .toBe('delivered');
   });
 
   it('an unacked delivery comes again after the lease with the same id; an acked one never does', async () => {
