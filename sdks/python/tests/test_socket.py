@@ -4,6 +4,11 @@ raising, and after a dropped connection is not handed the same delivery twice. T
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import os
+import socket
+import subprocess
 import sys
 import threading
 import unittest
@@ -12,7 +17,7 @@ from typing import Any, Dict, List
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from _server import WorkroomServer, http, wait_for  # noqa: E402
+from _server import REPO, WorkroomServer, http, wait_for  # noqa: E402
 
 from workroom import CommandInvocation, SocketReceiver, SocketRefused  # noqa: E402
 
@@ -111,6 +116,70 @@ class SocketReceiverTest(unittest.TestCase):
         gate.set()
         self.assertTrue(wait_for(lambda: [d["state"] for d in self.deliveries(world)] == ["delivered"], 20))
         self.assertEqual(seen, ["across a drop"])
+
+    def test_example_bot_over_its_socket(self) -> None:
+        """examples/python-bot/bot.py without WORKROOM_WEBHOOK_SECRET: the one-line switch opens a socket."""
+        world = self.server.world()
+        env = dict(os.environ, WORKROOM_URL=self.server.url, WORKROOM_BOT_KEY=world["key"])
+        env.pop("WORKROOM_WEBHOOK_SECRET", None)
+        bot = subprocess.Popen(
+            [sys.executable, str(REPO / "examples" / "python-bot" / "bot.py")],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+
+        def end() -> None:
+            bot.terminate()
+            bot.wait(10)
+
+        self.addCleanup(end)
+
+        def echo() -> Any:
+            body = {"text": "/echo over a socket", "channel_id": world["channel_id"]}
+            status, _, answer = http("POST", self.server.url + "/api/commands/execute", body, self.server.admin_token)
+            return (answer.get("reply") or {}).get("content") if status == 202 else None
+
+        self.assertTrue(wait_for(lambda: echo() == "over a socket", 30))
+
+    def test_a_silent_server_is_left_after_two_heartbeats(self) -> None:
+        """A stand-in server that says ready and then reads nothing: the receiver reconnects."""
+        listener = socket.socket()
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(4)
+        port = listener.getsockname()[1]
+        held: List[socket.socket] = []
+
+        def serve() -> None:
+            while True:
+                try:
+                    conn, _ = listener.accept()
+                except OSError:
+                    return
+                held.append(conn)
+                request = b""
+                while b"\r\n\r\n" not in request:
+                    request += conn.recv(4096)
+                lines = request.split(b"\r\n")
+                key = [ln.split(b":", 1)[1].strip() for ln in lines if ln.lower().startswith(b"sec-websocket-key")][0]
+                accept = base64.b64encode(hashlib.sha1(key + b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11").digest())
+                conn.sendall(
+                    b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                    b"Sec-WebSocket-Accept: " + accept + b"\r\n\r\n"
+                )
+                ready = b'{"type":"ready"}'
+                conn.sendall(bytes([0x81, len(ready)]) + ready)  # then silence: no pong, nothing read
+
+        threading.Thread(target=serve, daemon=True).start()
+        r = SocketReceiver(f"http://127.0.0.1:{port}", "wrk_bot_test", heartbeat=0.2, reconnect_min=0.02)
+        try:
+            r.start(timeout=10)
+            self.assertTrue(wait_for(lambda: r.connections >= 2, 10))
+        finally:
+            r.stop(wait_for_handlers=False)
+            listener.close()
+            for conn in held:
+                conn.close()
 
     def test_refused_key(self) -> None:
         r = SocketReceiver(self.server.url, "wrk_bot_invalid")
