@@ -21,6 +21,7 @@ export const SLOW_FIRST = [
   'cluster', // PostgreSQL ~28 s
   'hardening-realtime', // ~17 / ~27 s
   'delivery-crash', // ~25 / ~26 s
+  'socket-delivery-crash', // ~21-33 / ~26-53 s (server processes, 5 kills, 20 dropped sockets)
   'fuzz-raw', // ~22 s
   'standup-crash', // ~20 s (server processes on a test clock)
   'scheduler-process', // ~15 / ~21 s (real clock: the scheduler's seam)
