@@ -87,6 +87,22 @@ describe('administration screen: agent grants', () => {
       'send_message',
       'read_messages',
     ]);
+    // The audit shows the change of grants and a call the grants refused.
+    await rawMcp(server.url, {
+      key,
+      session,
+      body: { jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'list_users', arguments: {} } },
+    });
+    const audit = page.getByRole('region', { name: 'MCP tool calls' });
+    await expect
+      .poll(async () => {
+        await audit.getByRole('button', { name: 'Refresh' }).click();
+        return audit.getByRole('table').textContent();
+      })
+      .toMatch(/grants\.set.*grants set/s);
+    expect(await audit.getByRole('row').filter({ hasText: 'list_users' }).textContent()).toContain(
+      'refused by tools',
+    );
     await ctx.close();
   });
 });

@@ -51,8 +51,9 @@ export function ToolCalls({ botId }: { botId: string }) {
     <section aria-labelledby="tool-calls-title" class="sub">
       <h3 id="tool-calls-title">MCP tool calls</h3>
       <p class="muted">
-        Every MCP tools/call made with this bot's keys: the tool, its outcome and duration. Arguments and
-        results are never recorded.
+        Every MCP tools/call made with this bot's keys: the tool, its outcome and duration, the grant that
+        refused it or a dry run; also REST calls refused by a key's grants and changes of grants. Arguments
+        and results are never recorded.
       </p>
       <form
         class="filters"
@@ -111,6 +112,7 @@ export function ToolCalls({ botId }: { botId: string }) {
                   <th scope="col">Tool</th>
                   <th scope="col">Outcome</th>
                   <th scope="col">Error</th>
+                  <th scope="col">Grant</th>
                   <th scope="col">Duration</th>
                   <th scope="col" class="wide">
                     Key
@@ -130,6 +132,7 @@ export function ToolCalls({ botId }: { botId: string }) {
                       {OUTCOME[c.outcome]}
                     </td>
                     <td>{c.error_code ?? '—'}</td>
+                    <td>{grantNote(c.detail)}</td>
                     <td>{c.duration_ms} ms</td>
                     <td class="wide">
                       <code>{keys.get(c.key_id)?.key_prefix ?? c.key_id.slice(0, 8)}…</code>
@@ -148,4 +151,15 @@ export function ToolCalls({ botId }: { botId: string }) {
       )}
     </section>
   );
+}
+
+/** The audit's detail in a few words: the refusing grant, a dry run, or a change of a key's grants. */
+function grantNote(d: Record<string, unknown> | null): string {
+  if (d === null) return '—';
+  const parts: string[] = [];
+  if (typeof d.grant === 'string') parts.push(`refused by ${d.grant}`);
+  if (d.dry_run === true) parts.push('dry run');
+  if (d.surface === 'rest') parts.push('REST');
+  if (d.surface === 'admin') parts.push(d.after === null ? 'grants cleared' : 'grants set');
+  return parts.join(', ') || '—';
 }
