@@ -1,5 +1,5 @@
 import type { AnyWebhookEvent, EventType, WebhookEvent } from '../events.js';
-import type { ActionHandler, CommandHandler, Handler, HandlerContext, Logger } from '../webhooks/receiver.js';
+import type { ActionHandler, CommandHandler, HandlerContext, Logger } from '../webhooks/receiver.js';
 import { MiniWebSocket, UpgradeRefused } from './ws.js';
 
 /**
@@ -44,6 +44,9 @@ export interface SocketHandlerContext extends HandlerContext {
   attempt: number;
 }
 
+/** A socket handler: as a webhook handler (`Handler`), with the delivery's id and attempt in `ctx`. */
+export type SocketHandler<E> = (event: E, ctx: SocketHandlerContext) => void | Promise<void>;
+
 interface Frame {
   type?: string;
   delivery_id?: string;
@@ -72,7 +75,7 @@ const consoleLogger: Logger = {
 
 export class SocketReceiver {
   readonly #o: Required<Omit<SocketReceiverOptions, 'logger'>> & { logger: Logger };
-  readonly #handlers = new Map<string, Handler<AnyWebhookEvent>[]>();
+  readonly #handlers = new Map<string, SocketHandler<AnyWebhookEvent>[]>();
   readonly #commands = new Map<string, CommandHandler>();
   readonly #actions = new Map<string, ActionHandler[]>();
   /** Delivery ids seen, with their handling (insertion-ordered, bounded). */
@@ -105,12 +108,12 @@ export class SocketReceiver {
   }
 
   /** Registers a handler for one event type, or `'*'` for every event; its promise is the ack. */
-  on<T extends EventType>(eventType: T, handler: Handler<WebhookEvent<T>>): this;
-  on(eventType: '*', handler: Handler<AnyWebhookEvent>): this;
-  on(eventType: string, handler: Handler<AnyWebhookEvent>): this;
-  on(eventType: string, handler: Handler<never>): this {
+  on<T extends EventType>(eventType: T, handler: SocketHandler<WebhookEvent<T>>): this;
+  on(eventType: '*', handler: SocketHandler<AnyWebhookEvent>): this;
+  on(eventType: string, handler: SocketHandler<AnyWebhookEvent>): this;
+  on(eventType: string, handler: SocketHandler<never>): this {
     const list = this.#handlers.get(eventType) ?? [];
-    list.push(handler as Handler<AnyWebhookEvent>);
+    list.push(handler as SocketHandler<AnyWebhookEvent>);
     this.#handlers.set(eventType, list);
     return this;
   }
