@@ -29,7 +29,7 @@ import {
   UNAUTHORIZED,
   type Incoming,
 } from './jsonrpc.js';
-import { SessionStore, type McpSession } from './session.js';
+import { SessionStore, type McpSession, type StreamEvent } from './session.js';
 import { SessionSigner } from './session-token.js';
 import { SSE_HEADERS, sseEvent, SseStream } from './sse.js';
 import { allowsBatches, HEADERLESS_VERSION, isLegacyVersion } from './versions.js';
@@ -480,21 +480,23 @@ export class McpEndpoint {
     }
     const session = this.#session(rc, actor);
     if (!session || this.#legacyVersion(rc, session) === undefined) return;
-    session.stream?.end();
     res.writeHead(200, SSE_HEADERS);
     res.flushHeaders();
     const stream = new SseStream(res, req.socket as unknown as { server?: Server }, () => {
       if (session.stream === stream) session.stream = undefined;
     });
-    session.stream = stream;
     const last = headerValue(req.headers, 'last-event-id');
+    const from = /^o(\d+)$/.exec(last ?? '');
+    // Attached first, then read: a change committed meanwhile is in the replay, or held and sent after
+    // it (once: the session sends each outbox position at most once on a stream).
+    session.attach(stream, from ? Number(from[1]) : 0, last !== undefined);
     if (last === undefined) return;
-    // Attached first, then read: a change committed meanwhile is in the replay, or sent live, or both.
-    const before = session.notified;
-    const missed = await this.sessions.replay(session, last);
-    // A live notification sent meanwhile already told the client what the replay would.
-    if (session.stream === stream && session.notified === before)
-      for (const e of missed) stream.send(e.data, e.id);
+    let missed: StreamEvent[] = [];
+    try {
+      missed = await this.sessions.replay(session, last);
+    } finally {
+      session.resume(stream, missed);
+    }
   }
 
   /** DELETE: ends the session (its stream closes; later requests with its id answer 404). */

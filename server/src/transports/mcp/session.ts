@@ -38,16 +38,25 @@ export interface SessionLimits {
   ttlMs: number;
 }
 
+/** A message of the GET stream: its event id, its JSON, and the outbox position it reports (if any). */
+export interface StreamEvent {
+  id: string;
+  data: string;
+  position?: number | undefined;
+}
+
 export class McpSession {
   lastSeen = Date.now();
   initialized = false;
   stream: SseStream | undefined;
-  /** Notifications sent or kept so far (a replay that raced a live one is not sent after it). */
-  notified = 0;
   /** How the outbox names this session when it ends (`mcp.session_ended`). */
   readonly hash: string;
   #seq = 0;
-  readonly #log: { id: string; seq: number; data: string }[] = [];
+  readonly #log: (StreamEvent & { seq: number })[] = [];
+  /** The newest outbox position sent on the current stream: a change is sent on it at most once. */
+  #sentPosition = 0;
+  /** Live notifications held while the stream's replay is read (then sent after it, once each). */
+  #held: StreamEvent[] | undefined;
 
   constructor(
     readonly id: string,
@@ -72,18 +81,49 @@ export class McpSession {
    */
   notify(data: string, position?: number): void {
     const seq = ++this.#seq;
-    const id = position === undefined ? String(seq) : `o${position}`;
-    this.#log.push({ id, seq, data });
+    const e = { id: position === undefined ? String(seq) : `o${position}`, data, position };
+    this.#log.push({ ...e, seq });
     if (this.#log.length > LOG_SIZE) this.#log.shift();
-    this.notified++;
-    this.stream?.send(data, id);
+    if (this.#held) this.#held.push(e);
+    else this.#send(e);
+  }
+
+  #send(e: StreamEvent): void {
+    if (!this.stream) return;
+    if (e.position !== undefined) {
+      // Sent already (by the replay, or live while the replay was read): once is enough.
+      if (e.position <= this.#sentPosition) return;
+      this.#sentPosition = e.position;
+    }
+    this.stream.send(e.data, e.id);
+  }
+
+  /**
+   * A new GET stream, resuming after outbox position `fromPosition` (0: from now). Live notifications
+   * are held until `resume` sends what the stream missed: the replay first, then the held ones, each
+   * change once and in order.
+   */
+  attach(stream: SseStream, fromPosition: number, replaying: boolean): void {
+    this.stream?.end();
+    this.stream = stream;
+    this.#sentPosition = fromPosition;
+    this.#held = replaying ? [] : undefined;
+  }
+
+  /** Sends what the stream `stream` missed (its replay), then what came live meanwhile. */
+  resume(stream: SseStream, missed: readonly StreamEvent[]): void {
+    if (this.stream !== stream) return; // replaced meanwhile: the newer stream resumes itself
+    const held = this.#held ?? [];
+    this.#held = undefined;
+    for (const e of missed) this.#send(e);
+    for (const e of held) this.#send(e);
   }
 
   /** Messages of this instance's log after the numeric event id `lastEventId`; none for another id. */
-  since(lastEventId: string): { id: string; data: string }[] {
+  since(lastEventId: string): StreamEvent[] {
     if (!/^\d+$/.test(lastEventId)) return [];
     const n = Number(lastEventId);
-    return this.#log.filter((e) => e.seq > n);
+    return this.#log.filter((e) => e.seq > n).map(({ id, data, position }) => ({ id, data, position }));
   }
 
   close(): void {
@@ -262,22 +302,22 @@ export class SessionStore implements Service {
    * is answered with the position reached (a spare one costs the client a list; a missed one would
    * leave it a stale one). A numeric id is this instance's own (its log of the last `LOG_SIZE`).
    */
-  async replay(session: McpSession, lastEventId: string): Promise<{ id: string; data: string }[]> {
+  async replay(session: McpSession, lastEventId: string): Promise<StreamEvent[]> {
     const m = /^o(\d+)$/.exec(lastEventId);
     if (!m || !this.bus.readAfter) return session.since(lastEventId);
-    const out: { id: string; data: string }[] = [];
+    const out: StreamEvent[] = [];
     let position = Number(m[1]);
     for (let read = 0; ;) {
       const page = await this.bus.readAfter(position, REPLAY_PAGE);
       page.events.forEach((e, i) => {
         if (botsWithChangedResourcesOf(e).includes(session.botId))
-          out.push({ id: `o${page.positions[i]!}`, data: LIST_CHANGED });
+          out.push({ id: `o${page.positions[i]!}`, data: LIST_CHANGED, position: page.positions[i]! });
       });
       read += page.events.length;
       position = page.positions.at(-1) ?? position;
       if (page.events.length < REPLAY_PAGE) break;
       if (read >= REPLAY_MAX_EVENTS) {
-        out.push({ id: `o${position}`, data: LIST_CHANGED });
+        out.push({ id: `o${position}`, data: LIST_CHANGED, position });
         break;
       }
     }
