@@ -9,7 +9,7 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SessionSigner } from '../src/transports/mcp/session-token.js';
 import { expectStatus } from './helpers/client.js';
-import { parseSse, rawMcp, rawSession, textOf } from './helpers/mcp.js';
+import { parseSse, rawMcp, rawSession, sseChunk, textOf } from './helpers/mcp.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
 import { World, type BotHandle } from './helpers/world.js';
 
@@ -224,7 +224,7 @@ describe.skipIf(!process.env.DATABASE_URL)('MCP sessions across two instances on
       let text = '';
       const deadline = Date.now() + 10_000;
       while (parseSse(text).length < 1 && Date.now() < deadline) {
-        text += new TextDecoder().decode((await reader.read()).value);
+        text += await sseChunk(reader);
       }
       expect(JSON.parse(parseSse(text)[0]!.data)).toEqual({
         jsonrpc: '2.0',
@@ -256,7 +256,7 @@ describe.skipIf(!process.env.DATABASE_URL)('MCP sessions across two instances on
       const next = async () => {
         const deadline = Date.now() + 15_000;
         while (parseSse(text).length <= taken && Date.now() < deadline)
-          text += new TextDecoder().decode((await reader.read()).value);
+          text += await sseChunk(reader, Math.max(1, deadline - Date.now()));
         const ev = parseSse(text)[taken++];
         if (!ev) throw new Error('no event on the stream');
         return ev;

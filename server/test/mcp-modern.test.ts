@@ -1,7 +1,7 @@
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectStatus } from './helpers/client.js';
-import { parseSse, rawMcp, textOf, withSdkClient } from './helpers/mcp.js';
+import { parseSse, rawMcp, sseChunk, textOf, withSdkClient } from './helpers/mcp.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
 import { uniq, World, type BotHandle } from './helpers/world.js';
 
@@ -159,7 +159,7 @@ describe('MCP 2026-07-28 (modern, stateless)', () => {
     let text = '';
     const events = () => parseSse(text).map((e) => JSON.parse(e.data));
     const readUntil = async (n: number) => {
-      while (events().length < n) text += new TextDecoder().decode((await reader.read()).value);
+      while (events().length < n) text += await sseChunk(reader);
     };
     await readUntil(1);
     expect(events()[0]).toEqual({

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectStatus } from './helpers/client.js';
-import { parseSse, rawMcp, rawSession } from './helpers/mcp.js';
+import { parseSse, rawMcp, rawSession, sseChunk } from './helpers/mcp.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
 import { World, type BotHandle } from './helpers/world.js';
 
@@ -351,7 +351,7 @@ describe('MCP protocol (raw HTTP)', () => {
       };
       await join();
       let text = '';
-      while (!text.includes('\n\n')) text += new TextDecoder().decode((await reader.read()).value);
+      while (!text.includes('\n\n')) text += await sseChunk(reader);
       const [first] = parseSse(text);
       expect(JSON.parse(first!.data)).toEqual({
         jsonrpc: '2.0',
@@ -373,7 +373,7 @@ describe('MCP protocol (raw HTTP)', () => {
       });
       const reader2 = res2.body!.getReader();
       let text2 = '';
-      while (parseSse(text2).length < 2) text2 += new TextDecoder().decode((await reader2.read()).value);
+      while (parseSse(text2).length < 2) text2 += await sseChunk(reader2);
       const replay = parseSse(text2);
       // Ids are the changes' outbox positions (`o<position>`: resumable on any instance, mcp-instances).
       const position = (id: string | undefined) => Number(/^o(\d+)$/.exec(id ?? '')?.[1]);

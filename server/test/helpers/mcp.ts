@@ -109,3 +109,24 @@ export async function withSdkClient(
 /** The text of a tool result. */
 export const textOf = (r: any): string =>
   (r.content as { type: string; text: string }[]).map((c) => c.text).join('\n');
+
+/**
+ * The next chunk of an SSE body as text. Fails when the stream ends or sends nothing for `timeoutMs`
+ * (a loop reading a closed stream would otherwise spin on resolved reads and starve the test's timer).
+ */
+export async function sseChunk(
+  reader: ReadableStreamDefaultReader<Uint8Array>,
+  timeoutMs = 15_000,
+): Promise<string> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no SSE data within ${timeoutMs} ms`)), timeoutMs);
+  });
+  try {
+    const r = await Promise.race([reader.read(), timeout]);
+    if (r.done) throw new Error('the SSE stream ended');
+    return new TextDecoder().decode(r.value);
+  } finally {
+    clearTimeout(timer);
+  }
+}
