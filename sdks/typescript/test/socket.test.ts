@@ -1,4 +1,4 @@
-import type { AddressInfo } from 'node:net';
+import { connect, createServer, type AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WebSocketServer } from 'ws';
 import { expectStatus } from '../../../server/test/helpers/client.js';
@@ -159,6 +159,62 @@ describe('SocketReceiver', () => {
       for (const c of wss.clients) c.terminate();
       await new Promise((resolve) => wss.close(resolve));
     }
+  });
+
+  it('start() keeps trying while the server cannot be reached, and connects once it can', async () => {
+    const { bot } = await socketBot();
+    // A port nothing listens on yet; after a moment a relay to the server opens on it.
+    const probe = createServer();
+    await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
+    const port = (probe.address() as AddressInfo).port;
+    await new Promise((resolve) => probe.close(resolve));
+    const target = new URL(srv.url);
+    const relay = createServer((c) => {
+      const u = connect(Number(target.port), target.hostname);
+      c.pipe(u).pipe(c);
+      c.on('error', () => u.destroy());
+      u.on('error', () => c.destroy());
+    });
+    const warnings: string[] = [];
+    const r = new SocketReceiver({
+      baseUrl: `http://127.0.0.1:${port}`,
+      apiKey: bot.key,
+      reconnectMinMs: 100,
+      reconnectMaxMs: 200,
+      logger: { warn: (m: string) => void warnings.push(m), error: () => {} },
+    });
+    receivers.push(r);
+    const started = r.start({ timeoutMs: 20_000 });
+    await expect.poll(() => warnings.length, { timeout: 10_000, interval: 20 }).toBeGreaterThanOrEqual(2);
+    await new Promise<void>((resolve) => relay.listen(port, '127.0.0.1', resolve));
+    try {
+      await started;
+      expect(r.connected).toBe(true);
+      expect(warnings[0]).toMatch(/^connect failed/);
+      await r.stop();
+    } finally {
+      await new Promise((resolve) => relay.close(resolve));
+    }
+  });
+
+  it('start() gives up after its time-out when the server stays unreachable', async () => {
+    const probe = createServer();
+    await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
+    const port = (probe.address() as AddressInfo).port;
+    await new Promise((resolve) => probe.close(resolve));
+    const r = new SocketReceiver({
+      baseUrl: `http://127.0.0.1:${port}`,
+      apiKey: 'wrk_bot_whatever',
+      reconnectMinMs: 50,
+      reconnectMaxMs: 100,
+      logger: { warn: () => {}, error: () => {} },
+    });
+    const t0 = performance.now();
+    const err = await r.start({ timeoutMs: 500 }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(Error);
+    expect(err).not.toBeInstanceOf(UpgradeRefused);
+    expect(performance.now() - t0).toBeGreaterThanOrEqual(350);
+    expect(r.connected).toBe(false);
   });
 
   it('start() rejects when the key is refused', async () => {

@@ -16,8 +16,10 @@ import { MiniWebSocket, UpgradeRefused } from './ws.js';
  *
  * The connection is kept: heartbeats (a WebSocket ping every `heartbeatMs`; a server that answers
  * nothing for two intervals is taken for dead), and reconnects with jittered, capped exponential
- * back-off. `start()` resolves once the first connection is ready; it rejects if the server refuses
- * the key (401/403), which no retry would change.
+ * back-off. `start()` resolves once the first connection is ready; while the server cannot be reached
+ * it tries again with the same back-off until `timeoutMs` (default 30 s, as the Python SDK's
+ * `start(timeout=30)`), then rejects with the last error; it rejects at once if the server refuses the
+ * key (401/403), which no retry would change.
  */
 
 export interface SocketReceiverOptions {
@@ -146,14 +148,27 @@ export class SocketReceiver {
   }
 
   /** Connects; resolves once the server said `ready`. Rejects if the server refuses the key. */
-  async start(): Promise<void> {
+  async start(options: { timeoutMs?: number } = {}): Promise<void> {
     if (!this.#stopped) throw new Error('SocketReceiver already started');
     this.#stopped = false;
-    try {
-      await this.#connect();
-    } catch (err) {
-      this.#stopped = true;
-      throw err;
+    const deadline = Date.now() + (options.timeoutMs ?? 30_000);
+    for (let failures = 0; ; failures++) {
+      try {
+        await this.#connect();
+        break;
+      } catch (err) {
+        const refused = err instanceof UpgradeRefused && (err.status === 401 || err.status === 403);
+        const cap = Math.min(this.#o.reconnectMaxMs, this.#o.reconnectMinMs * 2 ** Math.min(failures, 20));
+        const delay = Math.round(cap * (0.5 + Math.random() / 2));
+        if (refused || this.#stopped || Date.now() + delay > deadline) {
+          this.#stopped = true;
+          throw err;
+        }
+        this.#o.logger.warn?.(
+          `connect failed (${err instanceof Error ? err.message : String(err)}); retrying in ${delay} ms`,
+        );
+        await new Promise((resolve) => setTimeout(resolve, delay));
+      }
     }
     this.#heartbeat = setInterval(() => this.#beat(), Math.max(100, this.#o.heartbeatMs / 2));
     this.#heartbeat.unref();
