@@ -629,14 +629,21 @@ describe('agent grants and dry runs', () => {
           .items as any[];
         return items
           .filter((c) => (c.key_id === k.id || c.key_id === free.id) && c.tool !== 'grants.set')
-          .map((c) => [c.tool, c.error_code, c.detail])
-          .reverse();
+          .map((c) => [c.tool, c.error_code, c.detail]);
       })
-      .toEqual([
-        ['send_message', 'grant_denied', { grant: 'read_only' }],
-        ['list_users', 'approval_required', { grant: 'approval' }],
-        ['tasks.create', 'grant_denied', { surface: 'rest', grant: 'read_only' }],
-        ['send_message', null, { dry_run: true }],
-      ]);
+      // In any order: MCP calls are audited in batches, REST refusals at once.
+      .toEqual(
+        expect.arrayContaining([
+          ['send_message', 'grant_denied', { grant: 'read_only' }],
+          ['list_users', 'approval_required', { grant: 'approval' }],
+          ['tasks.create', 'grant_denied', { surface: 'rest', grant: 'read_only' }],
+          ['send_message', null, { dry_run: true }],
+        ]),
+      );
+    const audited = expectStatus(await w.admin.api.get(`/api/bots/${botId}/tool-calls?limit=500`), 200)
+      .items as any[];
+    expect(
+      audited.filter((c) => (c.key_id === k.id || c.key_id === free.id) && c.tool !== 'grants.set'),
+    ).toHaveLength(4);
   });
 });
