@@ -1,10 +1,10 @@
-import { createHmac, hkdfSync, randomBytes } from 'node:crypto';
+import { createHmac, randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { CliError, EXIT } from './cli/exit-codes.js';
 import type { Config } from './config/config.js';
-import { decryptSecret, encryptSecret } from './domain/secrets.js';
+import { decryptSecret, encryptSecret, subkey } from './domain/secrets.js';
 import type { Clock } from './runtime/clock.js';
 import type { Storage } from './storage/storage.js';
 import { ClusterSettingsStore, SECRET_COLUMNS, type SecretKind } from './storage/stores/cluster-settings.js';
@@ -30,7 +30,7 @@ export interface EncryptionKeys {
 }
 
 export function keyVerifier(key: Buffer): string {
-  const sub = Buffer.from(hkdfSync('sha256', key, 'workroom', 'workroom encryption key verifier v1', 32));
+  const sub = subkey(key, 'workroom encryption key verifier v1');
   return `v1:${createHmac('sha256', sub).update('workroom/encryption-key-check').digest('base64url')}`;
 }
 

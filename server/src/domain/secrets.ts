@@ -2,10 +2,20 @@ import {
   createCipheriv,
   createDecipheriv,
   createHash,
+  hkdfSync,
   randomBytes,
   scrypt,
   timingSafeEqual,
 } from 'node:crypto';
+
+/**
+ * A 32-byte key derived from the server's encryption key for one purpose (HKDF-SHA256, salt
+ * "workroom", `purpose` as the info): device tokens, MCP session ids, MCP confirmation states and the
+ * key verifier each sign with their own, so one can never be taken for another.
+ */
+export function subkey(encryptionKey: Buffer, purpose: string): Buffer {
+  return Buffer.from(hkdfSync('sha256', encryptionKey, 'workroom', purpose, 32));
+}
 
 /**
  * Bot API key: `wrbk_<first 8 chars of bot id>_<live|test>_<48 hex>` (192 random bits).

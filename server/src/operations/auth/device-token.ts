@@ -1,4 +1,5 @@
-import { createHmac, hkdfSync, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { subkey } from '../../domain/secrets.js';
 
 /**
  * Device tokens: proof that this client has signed in to this account before, so that the sign-in
@@ -26,7 +27,7 @@ const derived = new WeakMap<Buffer, Buffer>();
 function deviceKey(encryptionKey: Buffer): Buffer {
   let key = derived.get(encryptionKey);
   if (!key) {
-    key = Buffer.from(hkdfSync('sha256', encryptionKey, 'workroom', 'workroom sign-in device token v1', 32));
+    key = subkey(encryptionKey, 'workroom sign-in device token v1');
     derived.set(encryptionKey, key);
   }
   return key;

@@ -1,5 +1,6 @@
-import { createHash, createHmac, hkdfSync, timingSafeEqual } from 'node:crypto';
+import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import { AppError } from '../../domain/errors.js';
+import { subkey } from '../../domain/secrets.js';
 import { INVALID_PARAMS, RpcError, type Params } from './jsonrpc.js';
 import { CLIENT_CAPABILITIES_META } from './modern.js';
 
@@ -38,9 +39,7 @@ export class ConfirmationSigner {
   readonly #key: Buffer;
 
   constructor(encryptionKey: Buffer) {
-    this.#key = Buffer.from(
-      hkdfSync('sha256', encryptionKey, 'workroom', 'workroom mcp confirm state v1', 32),
-    );
+    this.#key = subkey(encryptionKey, 'workroom mcp confirm state v1');
   }
 
   #mac(keyId: string, tool: string, args: unknown, expiresAt: number): string {

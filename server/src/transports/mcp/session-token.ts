@@ -1,4 +1,5 @@
-import { createHmac, hkdfSync, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { subkey } from '../../domain/secrets.js';
 
 /**
  * Legacy `Mcp-Session-Id`s that any instance verifies without shared memory: a self-describing,
@@ -32,7 +33,7 @@ export class SessionSigner {
   readonly #key: Buffer;
 
   constructor(encryptionKey: Buffer) {
-    this.#key = Buffer.from(hkdfSync('sha256', encryptionKey, 'workroom', 'workroom mcp session id v1', 32));
+    this.#key = subkey(encryptionKey, 'workroom mcp session id v1');
   }
 
   #mac(payload: string): string {
