@@ -157,10 +157,8 @@ export class SocketReceiver {
         await this.#connect();
         break;
       } catch (err) {
-        const refused = err instanceof UpgradeRefused && (err.status === 401 || err.status === 403);
-        const cap = Math.min(this.#o.reconnectMaxMs, this.#o.reconnectMinMs * 2 ** Math.min(failures, 20));
-        const delay = Math.round(cap * (0.5 + Math.random() / 2));
-        if (refused || this.#stopped || Date.now() + delay > deadline) {
+        const delay = this.#backoff(failures);
+        if (keyRefused(err) || this.#stopped || Date.now() + delay > deadline) {
           this.#stopped = true;
           throw err;
         }
@@ -255,16 +253,21 @@ export class SocketReceiver {
     });
   }
 
+  /** The wait before try `failures + 1`: exponential from reconnectMinMs, capped, jittered (50–100 %). */
+  #backoff(failures: number): number {
+    const cap = Math.min(this.#o.reconnectMaxMs, this.#o.reconnectMinMs * 2 ** Math.min(failures, 20));
+    return Math.round(cap * (0.5 + Math.random() / 2));
+  }
+
   #reconnectLater(): void {
     if (this.#stopped) return;
     clearTimeout(this.#timer);
-    const cap = Math.min(this.#o.reconnectMaxMs, this.#o.reconnectMinMs * 2 ** Math.min(this.#failures, 20));
-    const delay = Math.round(cap * (0.5 + Math.random() / 2));
+    const delay = this.#backoff(this.#failures);
     this.#failures++;
     this.#timer = setTimeout(() => {
       if (this.#stopped) return;
       this.#connect().catch((err: unknown) => {
-        if (err instanceof UpgradeRefused && (err.status === 401 || err.status === 403)) {
+        if (keyRefused(err)) {
           this.#o.logger.error('the server refuses the API key; not reconnecting', err);
           this.#stopped = true;
           return;
@@ -377,3 +380,7 @@ export class SocketReceiver {
     }
   }
 }
+
+/** The server refused the key (401/403): no retry would change that. */
+const keyRefused = (err: unknown): boolean =>
+  err instanceof UpgradeRefused && (err.status === 401 || err.status === 403);
