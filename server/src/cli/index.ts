@@ -1,6 +1,7 @@
 import { EXIT, CliError } from './exit-codes.js';
 import type { Command } from './common.js';
 import { START_HELP } from './start.js';
+import { HARNESS_HELP } from './harness.js';
 import { migrateCommand } from './migrate.js';
 import { backupCommand } from './backup.js';
 import { restoreCommand } from './restore.js';
@@ -27,6 +28,20 @@ const startCommand: Command = {
   },
 };
 
+/** A throwaway server for a bot's tests (harness.ts): not for production. */
+const harnessCommand: Command = {
+  name: 'harness',
+  summary: 'FOR TESTS: a throwaway server on a temporary SQLite, its test clock moved over stdin',
+  help: HARNESS_HELP,
+  async run(args, env) {
+    if (args.length > 0)
+      throw new CliError(`unexpected argument ${args[0]}\nSee: workroom harness --help`, EXIT.usage);
+    const { runHarness } = await import('./harness.js');
+    await runHarness(env);
+    return -1; // runs until stdin closes
+  },
+};
+
 const COMMANDS: Command[] = [
   startCommand,
   migrateCommand,
@@ -37,6 +52,7 @@ const COMMANDS: Command[] = [
   checkConfigCommand,
   moveFilesCommand,
   rotateKeyCommand,
+  harnessCommand,
 ];
 
 function usage(): string {
