@@ -23,6 +23,7 @@ export const ERROR_CODES = [
   'approval_required', // the key's grant says this tool needs approval (not supported yet: nothing was done)
   'confirmation_required', // the key's grant says the agent's user must confirm this tool's calls (MCP 2026-07-28 elicitation)
   'write_budget_exceeded', // the key's writes_per_hour budget is spent; retry after details.retryAfterSeconds
+  'key_paused', // a guard rail (or a manager) paused the bot key; details.paused says when and why
   'unavailable', // dependency down (database), shutting down
   'search_timeout', // a search ran out of its time budget (WORKROOM_SEARCH_TIMEOUT); narrow it
   'internal',
@@ -42,6 +43,8 @@ export interface ErrorDetails {
    * write_budget_exceeded).
    */
   grant?: string;
+  /** When and why the key was paused (key_paused). */
+  paused?: { at: string; reason: string };
 }
 
 export class AppError extends Error {

@@ -16,6 +16,9 @@ import { z } from 'zod';
  *   that declares elicitation, the call answers `input_required` (a yes/no question) and runs on the
  *   retry that carries the user's yes (transports/mcp/confirm.ts); refused anywhere else.
  * - `mentions_all`: false refuses messages that mention @all or @here.
+ * - `writes_per_day`: a second write budget beside writes_per_hour (a bucket refilled over a day).
+ * - `pause_on`: the guard rails that pause the key (operations/guardrails.ts); with grants, both are
+ *   on at their defaults unless set to false.
  */
 export interface KeyGrants {
   tools?: string[] | undefined;
@@ -25,7 +28,23 @@ export interface KeyGrants {
   approval?: string[] | undefined;
   confirm?: string[] | undefined;
   mentions_all?: boolean | undefined;
+  writes_per_day?: number | undefined;
+  pause_on?: PauseOn | undefined;
 }
+
+/** The guard rails of a key with grants (docs/API.md, "Guard rails"). */
+export interface PauseOn {
+  /** Pause after this many budget refusals within the window; false: never. */
+  budget?: { refusals: number; window_minutes: number } | false | undefined;
+  /** Pause when the same text goes to this many distinct targets within the window; false: never. */
+  burst?: { targets: number; window_minutes: number } | false | undefined;
+}
+
+/** The guard rails' defaults (a key with grants and no `pause_on`, or a rule left out of it). */
+export const PAUSE_DEFAULTS = {
+  budget: { refusals: 5, window_minutes: 10 },
+  burst: { targets: 5, window_minutes: 10 },
+} as const;
 
 /**
  * The MCP tools and the operation each calls (transports/mcp/tools.ts checks its table against this one
@@ -91,6 +110,46 @@ export const KeyGrantsInput = z
         "tools whose calls the agent's own user must confirm (MCP 2026-07-28 clients that declare elicitation: the call answers input_required and runs on the confirmed retry; refused on REST and older MCP versions)",
       ),
     mentions_all: z.boolean().optional().describe('false: messages mentioning @all or @here are refused'),
+    writes_per_day: z
+      .number({ message: 'must be a number' })
+      .int('must be a whole number')
+      .min(1, 'must be at least 1')
+      .max(10_000_000, 'must be at most 10000000')
+      .optional()
+      .describe(
+        'a second write budget: at most this many writes in any day (429 write_budget_exceeded beyond)',
+      ),
+    pause_on: z
+      .strictObject({
+        budget: z
+          .union([
+            z.literal(false),
+            z.strictObject({
+              refusals: z.number().int('must be a whole number').min(1).max(1000),
+              window_minutes: z.number().int('must be a whole number').min(1).max(1440),
+            }),
+          ])
+          .optional()
+          .describe(
+            `pause the key after this many write_budget_exceeded refusals within window_minutes (default ${PAUSE_DEFAULTS.budget.refusals} in ${PAUSE_DEFAULTS.budget.window_minutes}); false: never`,
+          ),
+        burst: z
+          .union([
+            z.literal(false),
+            z.strictObject({
+              targets: z.number().int('must be a whole number').min(2).max(1000),
+              window_minutes: z.number().int('must be a whole number').min(1).max(1440),
+            }),
+          ])
+          .optional()
+          .describe(
+            `pause the key when the same text (normalized) is sent to this many distinct channels, topics, DM rooms or users within window_minutes (default ${PAUSE_DEFAULTS.burst.targets} in ${PAUSE_DEFAULTS.burst.window_minutes}); false: never`,
+          ),
+      })
+      .optional()
+      .describe(
+        'guard rails that pause the key (refused with 403 key_paused until a manager resumes it); a key with grants has both at their defaults unless set to false',
+      ),
   })
   .describe('Grants narrowing what the key may do (docs/API.md, "Agent grants"); null or omitted: none');
 export type KeyGrantsInput = z.output<typeof KeyGrantsInput>;
@@ -104,6 +163,17 @@ export const KeyGrantsView = z.object({
   approval: z.array(z.string()).optional(),
   confirm: z.array(z.string()).optional(),
   mentions_all: z.boolean().optional(),
+  writes_per_day: z.number().optional(),
+  pause_on: z
+    .object({
+      budget: z
+        .union([z.literal(false), z.object({ refusals: z.number(), window_minutes: z.number() })])
+        .optional(),
+      burst: z
+        .union([z.literal(false), z.object({ targets: z.number(), window_minutes: z.number() })])
+        .optional(),
+    })
+    .optional(),
 });
 
 /** Normalizes grants for storage: duplicates removed, empty object → null. */
@@ -117,6 +187,8 @@ export function normalizeGrants(g: KeyGrantsInput | null | undefined): KeyGrants
   if (g.approval !== undefined) out.approval = [...new Set(g.approval)];
   if (g.confirm !== undefined) out.confirm = [...new Set(g.confirm)];
   if (g.mentions_all !== undefined) out.mentions_all = g.mentions_all;
+  if (g.writes_per_day !== undefined) out.writes_per_day = g.writes_per_day;
+  if (g.pause_on !== undefined) out.pause_on = { ...g.pause_on };
   return Object.keys(out).length === 0 ? null : out;
 }
 
@@ -139,6 +211,10 @@ export interface ActiveGrants {
   /** Operations behind the tools that the agent's user must confirm. */
   readonly confirmOperations: ReadonlySet<string>;
   readonly mentionsAll: boolean;
+  readonly writesPerDay: number | null;
+  /** Guard rails (operations/guardrails.ts): null when off. */
+  readonly pauseOnBudget: { refusals: number; windowMs: number } | null;
+  readonly pauseOnBurst: { targets: number; windowMs: number } | null;
 }
 
 const PARSED = new Map<string, ActiveGrants>();
@@ -161,10 +237,25 @@ export function activeGrants(json: string | null | undefined): ActiveGrants | nu
     approvalOperations: ops(raw.approval ?? []),
     confirmOperations: ops(raw.confirm ?? []),
     mentionsAll: raw.mentions_all !== false,
+    writesPerDay: raw.writes_per_day ?? null,
+    pauseOnBudget: rule(raw.pause_on?.budget, PAUSE_DEFAULTS.budget, (r) => ({
+      refusals: r.refusals,
+      windowMs: r.window_minutes * 60_000,
+    })),
+    pauseOnBurst: rule(raw.pause_on?.burst, PAUSE_DEFAULTS.burst, (r) => ({
+      targets: r.targets,
+      windowMs: r.window_minutes * 60_000,
+    })),
   };
   if (PARSED.size >= 1000) PARSED.clear();
   PARSED.set(json, g);
   return g;
+}
+
+/** A guard rail as set (false: off; omitted: its default), in the form the request path uses. */
+function rule<R, A>(set: R | false | undefined, def: R, active: (r: R) => A): A | null {
+  if (set === false) return null;
+  return active(set ?? def);
 }
 
 /** The tool an operation is behind, if any (for messages naming the grant). */

@@ -38,6 +38,8 @@ export interface BotActor {
   scopes: string[] | null;
   /** The key's grants (domain/grants.ts); absent or null: none, the key behaves as scopes say. */
   grants?: ActiveGrants | null | undefined;
+  /** When and why the key was paused (operations/guardrails.ts); absent or null: not paused. */
+  paused?: { at: string; reason: string } | null | undefined;
 }
 
 /** Long-lived server services, built once at start and shared by every request. */

@@ -2,7 +2,8 @@ import type { z } from 'zod';
 import { AppError } from '../domain/errors.js';
 import { scopesAllow, type Scope } from '../domain/scopes.js';
 import { MENTIONS_ALL_RE, toolOf, type ActiveGrants } from '../domain/grants.js';
-import type { Actor, BotActor, OpContext } from './context.js';
+import type { Actor, OpContext } from './context.js';
+import { checkBurst, checkNotPaused, takeWriteBudgets } from './guardrails.js';
 
 export type ActorKind = Actor['kind'];
 
@@ -86,6 +87,7 @@ export function checkAccess(op: Operation, actor: Actor, dryRun = false, confirm
   if (actor.kind === 'bot' && op.scope && !scopesAllow(actor.scopes, op.scope)) {
     throw new AppError('insufficient_scope', `This API key lacks the scope ${op.scope}`, { scope: op.scope });
   }
+  if (actor.kind === 'bot' && actor.paused) checkNotPaused(op.name, actor);
   if (actor.kind === 'bot' && actor.grants) checkStaticGrants(op, actor.grants, dryRun, confirmed);
 }
 
@@ -127,18 +129,17 @@ export function checkStaticGrants(op: Operation, g: ActiveGrants, dryRun: boolea
   }
 }
 
-/** The write budget's bucket of a key (shared by every instance on PostgreSQL). */
-const budgetKey = (actor: BotActor) => `grant-writes:${actor.keyId}`;
-
 /**
- * The grants that depend on the input (mentions_all) and the write budget, checked once the input is
- * valid. Returns a function that gives the budget token back (when the operation then fails), or
- * undefined when none was taken. A dry run only asks whether a token is there.
+ * The grants that depend on the input (mentions_all), the burst rule and the write budgets
+ * (guardrails.ts), checked once the input is valid. Returns a function that gives the budget tokens
+ * back (when the operation then fails), or undefined when none was taken. A dry run only asks whether
+ * a token is there. `done`, when given, receives what records a successful write (the burst window).
  */
 export async function checkInputGrants(
   op: Operation,
   ctx: OpContext,
   input: unknown,
+  done?: (record: () => Promise<void>) => void,
 ): Promise<(() => Promise<void>) | undefined> {
   const { actor } = ctx;
   if (actor.kind !== 'bot' || !actor.grants) return undefined;
@@ -149,25 +150,9 @@ export async function checkInputGrants(
     if (typeof c === 'string' && MENTIONS_ALL_RE.test(c))
       throw denied('mentions_all', 'This API key may not mention @all or @here (grant mentions_all)');
   }
-  if (g.writesPerHour === null) return undefined;
-  const perHour = g.writesPerHour;
-  const d = await ctx.services.rateLimiter.take(
-    budgetKey(actor),
-    perHour / 3600,
-    perHour,
-    ctx.dryRun ? 0 : 1,
-  );
-  if (!d.allowed) {
-    throw new AppError(
-      'write_budget_exceeded',
-      `This API key's write budget (grant writes_per_hour: ${perHour}) is spent; retry in ${d.retryAfterSeconds} s`,
-      { grant: 'writes_per_hour', retryAfterSeconds: d.retryAfterSeconds },
-    );
-  }
-  if (ctx.dryRun) return undefined;
-  return async () => {
-    await ctx.services.rateLimiter.give(budgetKey(actor), perHour / 3600, perHour, 1);
-  };
+  const record = await checkBurst(ctx, actor, g, op.name, input);
+  if (record) done?.(record);
+  return takeWriteBudgets(ctx, actor, g);
 }
 
 /**
@@ -178,14 +163,20 @@ export async function checkInputGrants(
 export async function runChecked<O>(op: Operation<z.ZodType, O>, ctx: OpContext, input: unknown): Promise<O> {
   if (ctx.dryRun && !op.dryRun)
     throw new AppError('invalid_input', `${op.name} has no dry run`, { field: 'dry_run' });
-  const giveBack = await checkInputGrants(op as Operation, ctx, input);
-  if (!giveBack) return op.run(ctx, input);
+  let record: (() => Promise<void>) | undefined;
+  const giveBack = await checkInputGrants(op as Operation, ctx, input, (r) => (record = r));
+  if (!giveBack && !record) return op.run(ctx, input);
+  let out: O;
   try {
-    return await op.run(ctx, input);
+    out = await op.run(ctx, input);
   } catch (err) {
-    await giveBack().catch(() => undefined);
+    await giveBack?.().catch(() => undefined);
     throw err;
   }
+  await record?.().catch((err: unknown) =>
+    ctx.services.log.warn({ err }, 'could not record a send for the burst rule'),
+  );
+  return out;
 }
 
 export async function runOperation<S extends z.ZodType, O>(
@@ -194,7 +185,7 @@ export async function runOperation<S extends z.ZodType, O>(
   raw: unknown,
 ): Promise<O> {
   const { actor } = ctx;
-  if (actor.kind === 'bot' && actor.grants) {
+  if (actor.kind === 'bot' && (actor.grants || actor.paused)) {
     try {
       checkAccess(op as Operation, actor, ctx.dryRun !== undefined);
       return await runChecked(op, ctx, parseInput(op.input, raw));
@@ -212,6 +203,7 @@ const GRANT_CODES = new Set([
   'approval_required',
   'confirmation_required',
   'write_budget_exceeded',
+  'key_paused',
 ]);
 
 /** Records a call its key's grants refused in the audit (the tool-call audit, surface rest). */

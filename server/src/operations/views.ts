@@ -236,6 +236,10 @@ export const ApiKeyView = z.object({
   revoked_at: nullableTs,
   state: z.enum(['active', 'revoked', 'expired']),
   grants: KeyGrantsView.nullable().describe('null: no grants (the key reaches what its scopes allow)'),
+  paused_at: nullableTs.describe(
+    'when a guard rail or a manager paused the key (its calls answer 403 key_paused); null: not paused',
+  ),
+  paused_reason: z.string().nullable().describe('why the key was paused'),
 });
 export const apiKeyView = (k: BotApiKeyRow, now: string): z.infer<typeof ApiKeyView> => ({
   id: k.id,
@@ -250,6 +254,8 @@ export const apiKeyView = (k: BotApiKeyRow, now: string): z.infer<typeof ApiKeyV
   revoked_at: k.revoked_at,
   state: k.revoked_at ? 'revoked' : k.expires_at !== null && k.expires_at <= now ? 'expired' : 'active',
   grants: k.grants === null || k.grants === undefined ? null : (JSON.parse(k.grants) as KeyGrants),
+  paused_at: k.paused_at ?? null,
+  paused_reason: k.paused_at ? (k.paused_reason ?? null) : null,
 });
 
 /** `{ items: [...] }`: every list answers an object, so that fields can be added later. */

@@ -31,6 +31,7 @@ export interface Database {
   event_dead_letters: EventDeadLetterRow;
   idempotency_keys: IdempotencyKeyRow;
   tool_calls: ToolCallRow;
+  key_recent_texts: KeyRecentTextRow;
   outbox_cursors: OutboxCursorRow;
   webhook_deliveries: DeliveryRow;
   webhook_attempts: AttemptRow;
@@ -211,6 +212,9 @@ export interface BotApiKeyRow {
   revoked_at: string | null;
   /** JSON of the key's grants (domain/grants.ts), or null: none (migration 0019). */
   grants: string | null;
+  /** When a guard rail (or a manager) paused the key, and why; null: not paused (migration 0021). */
+  paused_at?: string | null;
+  paused_reason?: string | null;
 }
 
 export interface BotWebhookSecretRow {
@@ -312,6 +316,14 @@ export interface ToolCallRow {
   created_at: string;
   /** JSON: the grant decision, dry run, or a grant change's before/after (migration 0019). */
   detail: string | null;
+}
+
+/** The burst rule's window (migration 0021): a key's normalized text sent to a target, last at `at`. */
+export interface KeyRecentTextRow {
+  key_id: string;
+  text_hash: string;
+  target_id: string;
+  at: string;
 }
 
 /** Durable position of an outbox consumer (the webhook fan-out). */

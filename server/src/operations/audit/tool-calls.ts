@@ -18,7 +18,9 @@ export type ToolCallOutcome = ToolCallRow['outcome'];
  * grants before and after.
  */
 export interface ToolCallDetail {
-  surface?: 'rest' | 'admin' | undefined;
+  surface?: 'rest' | 'admin' | 'guardrail' | undefined;
+  /** Why a guard rail paused the key (tool key.paused). */
+  reason?: string | undefined;
   grant?: string | undefined;
   dry_run?: true | undefined;
   by?: string | undefined;

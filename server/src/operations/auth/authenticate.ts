@@ -34,6 +34,10 @@ export async function authenticateBotKey(services: Services, key: string): Promi
     keyId: row.key_id,
     scopes: row.scopes === null ? null : (JSON.parse(row.scopes) as string[]),
     grants: activeGrants(row.grants ?? null),
+    paused:
+      row.paused_at === null || row.paused_at === undefined
+        ? null
+        : { at: row.paused_at, reason: row.paused_reason ?? 'paused' },
   };
 }
 

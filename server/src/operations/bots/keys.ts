@@ -89,12 +89,21 @@ export const listApiKeys = defineOperation({
 export const updateApiKey = defineOperation({
   name: 'bots.keys.update',
   summary:
-    'Set or clear the grants of a bot\'s API key (null clears them; docs/API.md, "Agent grants"). Effective on the key\'s next request; audited.',
-  input: z.strictObject({
-    bot_id: uuid('bot'),
-    key_id: uuid('key'),
-    grants: KeyGrantsInput.nullable(),
-  }),
+    'Set or clear the grants of a bot\'s API key (null clears them; docs/API.md, "Agent grants"), or pause or resume it (`paused`; docs/API.md, "Guard rails"). Effective on the key\'s next request; audited.',
+  input: z
+    .strictObject({
+      bot_id: uuid('bot'),
+      key_id: uuid('key'),
+      grants: KeyGrantsInput.nullable().optional(),
+      paused: z
+        .boolean({ message: 'must be true or false' })
+        .optional()
+        .describe('false resumes a paused key; true pauses it (refused with 403 key_paused until resumed)'),
+    })
+    .refine((v) => v.grants !== undefined || v.paused !== undefined, {
+      message: 'give grants, paused or both',
+      path: ['grants'],
+    }),
   output: ApiKeyView,
   actors: ['user'],
   async run(ctx, input) {
@@ -103,15 +112,26 @@ export const updateApiKey = defineOperation({
       const key = await stores.bots.getKey(bot.id, input.key_id);
       if (!key) throw notFound('API key');
       if (key.revoked_at !== null) throw conflict('The API key is revoked');
-      const grants = normalizeGrants(input.grants);
-      await checkGrantContainers(stores, bot.id, grants);
-      const json = grants === null ? null : JSON.stringify(grants);
       const old = key.grants ?? null;
-      if (json !== old) {
-        await stores.bots.setKeyGrants(key.id, json);
-        auditGrants(ctx, bot, key.id, old === null ? null : (JSON.parse(old) as KeyGrants), grants);
+      let json = old;
+      if (input.grants !== undefined) {
+        const grants = normalizeGrants(input.grants);
+        await checkGrantContainers(stores, bot.id, grants);
+        json = grants === null ? null : JSON.stringify(grants);
+        if (json !== old) {
+          await stores.bots.setKeyGrants(key.id, json);
+          auditGrants(ctx, bot, key.id, old === null ? null : (JSON.parse(old) as KeyGrants), grants);
+        }
       }
-      return apiKeyView({ ...key, grants: json }, now);
+      let paused = { paused_at: key.paused_at ?? null, paused_reason: key.paused_reason ?? null };
+      if (input.paused !== undefined && ctx.actor.kind === 'user') {
+        const changed = await setPaused(stores, ctx.actor.userId, key.id, input.paused, now);
+        if (changed) {
+          paused = changed;
+          auditPause(ctx, bot, key.id, input.paused, key.paused_reason ?? null);
+        }
+      }
+      return apiKeyView({ ...key, grants: json, ...paused }, now);
     });
   },
 });
@@ -137,6 +157,40 @@ async function checkGrantContainers(stores: Stores, botId: string, grants: KeyGr
       );
     }
   }
+}
+
+/** Pauses or resumes a key by hand: its new pause columns, or null when it was so already. */
+async function setPaused(
+  stores: Stores,
+  userId: string,
+  keyId: string,
+  paused: boolean,
+  now: string,
+): Promise<{ paused_at: string | null; paused_reason: string | null } | null> {
+  if (!paused) return (await stores.bots.resumeKey(keyId)) ? { paused_at: null, paused_reason: null } : null;
+  const reason = `paused by a manager of the bot (user ${userId})`;
+  return (await stores.bots.pauseKey(keyId, now, reason)) ? { paused_at: now, paused_reason: reason } : null;
+}
+
+/** A pause or resume by a manager, in the bot's audit (tool key.paused or key.resumed). */
+function auditPause(
+  ctx: OpContext,
+  bot: { id: string; org_id: string },
+  keyId: string,
+  paused: boolean,
+  reasonBefore: string | null,
+): void {
+  if (ctx.actor.kind !== 'user') return;
+  ctx.services.toolCalls.record(
+    { kind: 'bot', botId: bot.id, orgId: bot.org_id, botType: 'custom', keyId, scopes: null },
+    paused ? 'key.paused' : 'key.resumed',
+    'ok',
+    null,
+    0,
+    paused
+      ? { surface: 'admin', by: ctx.actor.userId }
+      : { surface: 'admin', by: ctx.actor.userId, reason: reasonBefore ?? undefined },
+  );
 }
 
 /** A change of a key's grants, in the bot's audit (tool grants.set): who, before and after. */

@@ -15,6 +15,8 @@ const findKeyByHash = prepared((db, keyHash: string) =>
       'bot_api_keys.expires_at',
       'bot_api_keys.revoked_at',
       'bot_api_keys.grants',
+      'bot_api_keys.paused_at',
+      'bot_api_keys.paused_reason',
       'bots.org_id',
       'bots.type as bot_type',
       'bots.status as bot_status',
@@ -170,6 +172,31 @@ export class BotStore {
   /** Replaces the key's grants (JSON, or null for none). */
   async setKeyGrants(keyId: string, grants: string | null): Promise<void> {
     await this.db.updateTable('bot_api_keys').set({ grants }).where('id', '=', keyId).execute();
+  }
+
+  /**
+   * Pauses the key (guard rails, operations/guardrails.ts) unless it is paused already: whether this
+   * call paused it (so that the owner is told once).
+   */
+  async pauseKey(keyId: string, at: string, reason: string): Promise<boolean> {
+    const res = await this.db
+      .updateTable('bot_api_keys')
+      .set({ paused_at: at, paused_reason: reason })
+      .where('id', '=', keyId)
+      .where('paused_at', 'is', null)
+      .executeTakeFirst();
+    return Number(res.numUpdatedRows) > 0;
+  }
+
+  /** Resumes a paused key: whether it was paused. */
+  async resumeKey(keyId: string): Promise<boolean> {
+    const res = await this.db
+      .updateTable('bot_api_keys')
+      .set({ paused_at: null, paused_reason: null })
+      .where('id', '=', keyId)
+      .where('paused_at', 'is not', null)
+      .executeTakeFirst();
+    return Number(res.numUpdatedRows) > 0;
   }
 
   /** The key and its bot, whatever their state; the caller decides what revoked or expired means. */

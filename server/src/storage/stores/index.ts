@@ -14,6 +14,7 @@ import { IncomingWebhookStore } from './incoming-webhooks.js';
 import { MessageStore } from './messages.js';
 import { NotificationStore } from './notifications.js';
 import { OrganizationStore } from './organizations.js';
+import { KeyRecentTextStore } from './key-recent-texts.js';
 import { QuotaStore } from './quotas.js';
 import { ScheduledJobStore } from './scheduled-jobs.js';
 import { SigningKeyStore } from './signing-keys.js';
@@ -51,6 +52,7 @@ export class Stores {
   #readMarkers?: ReadMarkerStore;
   #quotas?: QuotaStore;
   #reactions?: ReactionStore;
+  #keyRecentTexts?: KeyRecentTextStore;
 
   constructor(readonly db: Executor) {}
 
@@ -122,5 +124,8 @@ export class Stores {
   }
   get quotas(): QuotaStore {
     return (this.#quotas ??= new QuotaStore(this.db));
+  }
+  get keyRecentTexts(): KeyRecentTextStore {
+    return (this.#keyRecentTexts ??= new KeyRecentTextStore(this.db));
   }
 }

@@ -46,6 +46,10 @@ export function sendError(rc: Pick<RequestContext, 'res' | 'log' | 'requestId'>,
   if (e.details.field !== undefined) body.field = e.details.field;
   if (e.details.scope !== undefined) body.scope = e.details.scope;
   if (e.details.grant !== undefined) body.grant = e.details.grant;
+  if (e.details.paused !== undefined) {
+    body.paused_at = e.details.paused.at;
+    body.paused_reason = e.details.paused.reason;
+  }
   if (rc.res.headersSent) {
     rc.res.destroy();
     return;

@@ -22,6 +22,7 @@ export const HTTP_STATUS: Record<ErrorCode, number> = {
   approval_required: 403,
   confirmation_required: 403,
   write_budget_exceeded: 429,
+  key_paused: 403,
   unavailable: 503,
   search_timeout: 503,
   internal: 500,

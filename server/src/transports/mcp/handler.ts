@@ -377,6 +377,11 @@ export function rpcErrorOf(err: unknown, log: Logger): RpcError {
       return new RpcError(INVALID_PARAMS, `Invalid params: ${err.message}`, { field: err.details.field });
     if (err.code === 'grant_denied')
       return new RpcError(GRANT_DENIED, err.message, { grant: err.details.grant });
+    if (err.code === 'key_paused')
+      return new RpcError(GRANT_DENIED, err.message, {
+        paused_at: err.details.paused?.at,
+        paused_reason: err.details.paused?.reason,
+      });
     if (err.code !== 'internal') return new RpcError(INTERNAL_ERROR, err.message);
   }
   log.error({ err }, 'MCP request failed');
