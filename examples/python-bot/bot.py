@@ -16,7 +16,7 @@ import logging
 import os
 import sys
 from pathlib import Path
-from typing import Any, Dict, Optional, Union
+from typing import Any, Dict, Optional, Tuple, Union
 
 try:
     import workroom  # noqa: F401  (installed with pip install ./sdks/python)
@@ -31,69 +31,68 @@ COMMANDS = {
     "pybot": ("What the Python example bot can do", "/pybot"),
 }
 
-logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
 log = logging.getLogger("python-bot")
 
-URL, KEY = os.environ.get("WORKROOM_URL", "http://localhost:3000"), os.environ["WORKROOM_BOT_KEY"]
-SECRET, PORT = os.environ.get("WORKROOM_WEBHOOK_SECRET"), int(os.environ.get("PORT", "8000"))
-client = WorkroomClient(URL, KEY)
-# The one-line switch: a webhook (a URL the server can reach, and its secret) or a socket the bot opens (no public
-# URL needed; docs/SOCKET.md). Both take the same decorators below.
-receiver: Union[WebhookReceiver, SocketReceiver] = (
-    WebhookReceiver(port=PORT, secret=SECRET) if SECRET else SocketReceiver(URL, KEY)
-)
+
+def build(
+    url: str, key: str, secret: Optional[str] = None, port: int = 8000, task_topic_id: Optional[str] = None
+) -> Tuple[WorkroomClient, Union[WebhookReceiver, SocketReceiver]]:
+    """The bot's client and receiver with its handlers, for ``url`` and ``key`` (nothing runs yet; test_bot.py
+    starts it against a throwaway Workroom). ``port`` 0 picks a free one."""
+    client = WorkroomClient(url, key)
+    # The one-line switch: a webhook (a URL the server can reach, and its secret) or a socket the bot opens (no
+    # public URL needed; docs/SOCKET.md). Both take the same decorators below.
+    receiver: Union[WebhookReceiver, SocketReceiver] = (
+        WebhookReceiver(port=port, secret=secret) if secret else SocketReceiver(url, key)
+    )
+
+    @receiver.command("echo")
+    def echo(cmd: CommandInvocation) -> str:
+        return cmd.args or "Usage: /echo <text>"
+
+    @receiver.command("pybot")
+    def about(cmd: CommandInvocation) -> Dict[str, Any]:
+        lines = [f"`{usage}`: {description}" for description, usage in COMMANDS.values()]
+        return {"content": "I am the Python example bot.\n" + "\n".join(lines), "ephemeral": True}
+
+    @receiver.command("todo")
+    def todo(cmd: CommandInvocation) -> str:
+        if not cmd.args:
+            return "Usage: /todo <title>"
+        topic_id = task_topic(client, task_topic_id)
+        if topic_id is None:
+            return "Add me to a project with a topic first (or set TASK_TOPIC_ID)."
+        task = client.create_task(topic_id, cmd.args, description=f"Created with /todo by user {cmd.user_id}")
+        return f"Task created: {task['title']} (task_id: {task['task_id']})"
+
+    @receiver.on("message.created")
+    def greet(event: Dict[str, Any]) -> None:
+        data = event["data"]
+        if data.get("sender_type") != "user":  # never answer bots, ourselves included: no loops
+            return
+        if "hello bot" in str(data.get("content", "")).lower():
+            client.send_message(
+                "Hello! Try /echo, /todo or /pybot.",
+                channel_id=data.get("channel_id"),
+                topic_id=data.get("topic_id"),
+                dm_room_id=data.get("dm_room_id"),
+            )
+
+    @receiver.on("*")
+    def log_event(event: Dict[str, Any]) -> None:
+        log.info("received %s (%s)", event["event_type"], event.get("event_id"))
+
+    return client, receiver
 
 
-@receiver.command("echo")
-def echo(cmd: CommandInvocation) -> str:
-    return cmd.args or "Usage: /echo <text>"
-
-
-@receiver.command("pybot")
-def about(cmd: CommandInvocation) -> Dict[str, Any]:
-    lines = [f"`{usage}`: {description}" for description, usage in COMMANDS.values()]
-    return {"content": "I am the Python example bot.\n" + "\n".join(lines), "ephemeral": True}
-
-
-@receiver.command("todo")
-def todo(cmd: CommandInvocation) -> str:
-    if not cmd.args:
-        return "Usage: /todo <title>"
-    topic_id = task_topic()
-    if topic_id is None:
-        return "Add me to a project with a topic first (or set TASK_TOPIC_ID)."
-    task = client.create_task(topic_id, cmd.args, description=f"Created with /todo by user {cmd.user_id}")
-    return f"Task created: {task['title']} (task_id: {task['task_id']})"
-
-
-@receiver.on("message.created")
-def greet(event: Dict[str, Any]) -> None:
-    data = event["data"]
-    if data.get("sender_type") != "user":  # never answer bots, ourselves included: no loops
-        return
-    if "hello bot" in str(data.get("content", "")).lower():
-        client.send_message(
-            "Hello! Try /echo, /todo or /pybot.",
-            channel_id=data.get("channel_id"),
-            topic_id=data.get("topic_id"),
-            dm_room_id=data.get("dm_room_id"),
-        )
-
-
-@receiver.on("*")
-def log_event(event: Dict[str, Any]) -> None:
-    log.info("received %s (%s)", event["event_type"], event.get("event_id"))
-
-
-def task_topic() -> Optional[str]:
-    configured = os.environ.get("TASK_TOPIC_ID")
+def task_topic(client: WorkroomClient, configured: Optional[str]) -> Optional[str]:
     if configured:
         return configured
     topics = client.list_channels("topics").get("topics", [])
     return topics[0]["id"] if topics else None
 
 
-def register_commands() -> None:
+def register_commands(client: WorkroomClient) -> None:
     """Registers the commands the bot does not have yet (so restarting the bot is harmless)."""
     existing = {c["command"] for c in client.list_commands()}
     for name, (description, usage) in COMMANDS.items():
@@ -103,9 +102,18 @@ def register_commands() -> None:
 
 
 def main() -> None:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    secret = os.environ.get("WORKROOM_WEBHOOK_SECRET")
+    client, receiver = build(
+        os.environ.get("WORKROOM_URL", "http://localhost:3000"),
+        os.environ["WORKROOM_BOT_KEY"],
+        secret,
+        int(os.environ.get("PORT", "8000")),
+        os.environ.get("TASK_TOPIC_ID"),
+    )
     try:
         bot = client.auth()
-        register_commands()
+        register_commands(client)
     except WorkroomError as err:
         sys.exit(f"Workroom refused the bot's key or commands: {err}")
     log.info("signed in as bot %s (%s)", bot["name"], bot["bot_id"])

@@ -8,6 +8,9 @@ from pathlib import Path
 
 here = Path(__file__).resolve().parent
 suite = unittest.defaultTestLoader.discover(str(here), pattern="test_*.py", top_level_dir=str(here))
+# The example bot's own tests, written with workroom.testing (examples/python-bot/test_bot.py).
+example = here.parents[2] / "examples" / "python-bot"
+suite.addTests(unittest.defaultTestLoader.discover(str(example), pattern="test_*.py", top_level_dir=str(example)))
 result = unittest.TextTestRunner(verbosity=2 if "-v" in sys.argv else 1).run(suite)
 failed = len(result.failures) + len(result.errors) + len(result.unexpectedSuccesses)
 passed = result.testsRun - failed - len(result.skipped)
