@@ -25,6 +25,7 @@ import { CommandDispatcher } from './operations/commands/dispatch.js';
 import { LoginGuard } from './operations/auth/login-guard.js';
 import type { Services } from './operations/context.js';
 import { IdempotencyPurger } from './operations/idempotency.js';
+import { ApprovalSweeper } from './operations/approvals/pending-actions.js';
 import { BLOB_SWEEP_EVERY_MS, Blobs } from './storage/blobs.js';
 import { establishEncryptionKeys } from './encryption-key.js';
 import { ReaderFeed } from './realtime/feed.js';
@@ -133,6 +134,8 @@ export async function startApp(
   // commands run in process; their deliveries reach them through `builtinReceiver`.
   const builtinBots = lifecycle.add(new BuiltinBotRuntime(services, BUILTIN_BOTS));
   services.commands.useInProcess(builtinBots);
+  // Approved actions a crash left unexecuted, expiries, outcomes not yet told (docs/API.md "Approval").
+  lifecycle.add(new ApprovalSweeper(services));
   const builtinReceiver = new BuiltinReceiver(builtinBots);
   // MCP list_changed notifications hear every instance's changes: the shared outbox, once it is read.
   const committed = new OutboxCommittedEvents();

@@ -13,7 +13,7 @@ import { uniq, World, type UserHandle } from './helpers/world.js';
  * search and tasks bots acting as the invoking user, and tenant isolation.
  */
 
-const SYSTEM_KEYS = ['notifications', 'search', 'tasks'];
+const SYSTEM_KEYS = ['approvals', 'notifications', 'search', 'tasks'];
 
 async function builtinRows(api: UserHandle['api'], orgId: string) {
   const bots = expectStatus(await api.get('/api/bots'), 200).items as any[];

@@ -425,12 +425,16 @@ describe('agent grants and dry runs', () => {
       }
     });
 
-    it.each(TOOLS)('%s when it needs approval', async (tool) => {
+    it.each(TOOLS)('%s when it needs approval: held as a pending action, nothing done', async (tool) => {
+      // (approval.test.ts: the approval, the execution exactly once, reject, expiry.)
       const k = await keyWith({ approval: [tool] });
-      await expectRefused(surface, k.key, tool, {
-        rest: [403, 'approval_required', 'approval'],
-        mcp: ['approval_required'],
-      });
+      const before = await snapshot();
+      const o = await call(surface, k.key, tool, args(tool, uniq('held')));
+      const what = `${surface} ${tool} ${JSON.stringify(o.body)}`;
+      expect(o.ok, what).toBe(true);
+      if (surface === 'rest') expect([o.status, o.body.status], what).toEqual([202, 'pending_approval']);
+      else expect(o.body.result._meta['workroom/pending_action'].status, what).toBe('pending');
+      expect(await snapshot(), what).toBe(before);
     });
 
     it.each([...WRITING])(
@@ -487,7 +491,7 @@ describe('agent grants and dry runs', () => {
       },
     );
 
-    it('a dry run of a tool that needs approval reports it; the real call is refused', async () => {
+    it('a dry run of a tool that needs approval reports it and holds nothing', async () => {
       const k = await keyWith({ approval: ['send_message'] });
       const a = args('send_message', uniq('approval'));
       const before = await snapshot();
@@ -634,10 +638,10 @@ describe('agent grants and dry runs', () => {
       // In any order: MCP calls are audited in batches, REST refusals at once.
       .toEqual(
         expect.arrayContaining([
-          ['send_message', 'grant_denied', { grant: 'read_only' }],
-          ['list_users', 'approval_required', { grant: 'approval' }],
-          ['tasks.create', 'grant_denied', { surface: 'rest', grant: 'read_only' }],
-          ['send_message', null, { dry_run: true }],
+          ['send_message', 'grant_denied', { decision: 'refused', grant: 'read_only' }],
+          ['list_users', 'pending_approval', { decision: 'pending_approval', grant: 'approval' }],
+          ['tasks.create', 'grant_denied', { surface: 'rest', decision: 'refused', grant: 'read_only' }],
+          ['send_message', null, { decision: 'allowed', dry_run: true }],
         ]),
       );
     const audited = expectStatus(await w.admin.api.get(`/api/bots/${botId}/tool-calls?limit=500`), 200)

@@ -643,6 +643,30 @@ class WebhookTestEvent(TypedDict):
     signature: str
 
 
+class PendingActionResolvedData(TypedDict):
+    """``pending_action.resolved``: A call of the bot's that waited for approval was decided: executed (with its result), failed, rejected or expired (sent to that bot only; docs/API.md "Approval")"""
+
+    pending_action_id: str
+    bot_id: str
+    tool: str
+    status: Literal["executed", "failed", "rejected", "expired"]
+    decided_by: Optional[str]
+    decided_at: Optional[str]
+    result: Any
+    error: Optional[str]
+
+
+class PendingActionResolvedEvent(TypedDict):
+    """The webhook body of ``pending_action.resolved``."""
+
+    event_type: Literal["pending_action.resolved"]
+    timestamp: str
+    bot_id: str
+    data: PendingActionResolvedData
+    event_id: str
+    signature: str
+
+
 # Every webhook body the server sends, tagged by ``event_type``.
 WebhookEvent = Union[
     MessageCreatedEvent,
@@ -668,6 +692,7 @@ WebhookEvent = Union[
     JobDueEvent,
     ActionInvokedEvent,
     WebhookTestEvent,
+    PendingActionResolvedEvent,
 ]
 
 EventType = Literal[
@@ -694,6 +719,7 @@ EventType = Literal[
     "job.due",
     "action.invoked",
     "webhook.test",
+    "pending_action.resolved",
 ]
 
 # The event types delivered to webhooks, in the catalogue's order.
@@ -721,6 +747,7 @@ EVENT_TYPES = (
     "job.due",
     "action.invoked",
     "webhook.test",
+    "pending_action.resolved",
 )
 
 # The data type of each event type (for ``cast`` after checking ``event_type``).
@@ -748,4 +775,5 @@ EVENT_DATA_TYPES: Dict[str, Any] = {
     "job.due": JobDueData,
     "action.invoked": ActionInvokedData,
     "webhook.test": WebhookTestData,
+    "pending_action.resolved": PendingActionResolvedData,
 }

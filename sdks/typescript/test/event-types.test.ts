@@ -37,6 +37,7 @@ const sameShape: { [T in Delivered]: Same<EventDataMap[T], ServerData<T>> } = {
   'action.invoked': true,
   'job.due': true,
   'webhook.test': true,
+  'pending_action.resolved': true,
 };
 // Both directions: no event type of the SDK is unknown to the server.
 const noExtra: Same<keyof EventDataMap, Delivered> = true;

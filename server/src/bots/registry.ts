@@ -5,6 +5,7 @@ import { tasksBot } from './tasks.js';
 import { collectBot } from './collect/bot.js';
 import { standupBot } from './standup/bot.js';
 import { taskNotifyBot } from './task-notify/bot.js';
+import { approvalsBot } from './approvals.js';
 import type { BuiltinBot } from './types.js';
 
 /**
@@ -20,4 +21,5 @@ export const BUILTIN_BOTS: readonly BuiltinBot[] = [
   standupBot,
   collectBot,
   taskNotifyBot,
+  approvalsBot,
 ];

@@ -278,6 +278,31 @@ export const EVENT_CATALOGUE = {
       expires_at: ts.describe('When the id would have expired anyway: it need not be remembered after'),
     }),
   },
+  'pending_action.created': {
+    description:
+      "Internal, never delivered to webhooks: a bot key's call now waits for a human's approval (its approvers got a card by DM)",
+    data: z.object({
+      pending_action_id: id,
+      bot_id: id,
+      tool: z.string(),
+      approver_ids: z.array(id).describe('Who got the card'),
+      expires_at: ts,
+    }),
+  },
+  'pending_action.resolved': {
+    description:
+      'A call of the bot\'s that waited for approval was decided: executed (with its result), failed, rejected or expired (sent to that bot only; docs/API.md "Approval")',
+    data: z.object({
+      pending_action_id: id,
+      bot_id: id,
+      tool: z.string(),
+      status: z.enum(['executed', 'failed', 'rejected', 'expired']),
+      decided_by: id.nullable().describe('The user who approved or rejected it; null when it expired'),
+      decided_at: ts.nullable(),
+      result: z.unknown().describe('The result of the call once executed (e.g. the message), else null'),
+      error: z.string().nullable().describe('Why it failed'),
+    }),
+  },
   'read_marker.updated': {
     description:
       "For one user only, never delivered to webhooks: the user marked a channel, topic or DM room read (pushed to that user's own live connections, so their other tabs and devices update its unread count)",
@@ -330,6 +355,7 @@ export const DIRECTED_EVENT_TYPES = [
   'action.invoked',
   'job.due',
   'webhook.test',
+  'pending_action.resolved',
 ] as const satisfies readonly EventType[];
 
 /**
@@ -347,6 +373,7 @@ export const INTERNAL_EVENT_TYPES = [
   'resources.changed',
   'notification.created',
   'mcp.session_ended',
+  'pending_action.created',
   ...USER_EVENT_TYPES,
 ] as const satisfies readonly EventType[];
 
@@ -364,6 +391,7 @@ export const SENT_DIRECTLY_EVENT_TYPES = [
 /** Directed events with no container: they reach their bot wherever it is a member (a due job is its own). */
 export const CONTAINERLESS_EVENT_TYPES = [
   'job.due',
+  'pending_action.resolved',
 ] as const satisfies readonly (typeof DIRECTED_EVENT_TYPES)[number][];
 
 /**

@@ -11,7 +11,8 @@ import { z } from 'zod';
  *   is inside the grant when it or its project is named). Elsewhere it answers "not found".
  * - `writes_per_hour`: a write budget (a token bucket of that size refilled over an hour, shared by
  *   every instance on PostgreSQL).
- * - `approval`: tools whose calls need a human's approval (not supported yet: refused, nothing written).
+ * - `approval`: tools whose calls need a human's approval: they become pending actions that run once
+ *   approved (operations/approvals/); `approvers`: users who may approve, besides the bot's owner.
  * - `confirm`: tools whose calls the agent's own user must confirm: over MCP 2026-07-28 with a client
  *   that declares elicitation, the call answers `input_required` (a yes/no question) and runs on the
  *   retry that carries the user's yes (transports/mcp/confirm.ts); refused anywhere else.
@@ -26,6 +27,8 @@ export interface KeyGrants {
   containers?: string[] | undefined;
   writes_per_hour?: number | undefined;
   approval?: string[] | undefined;
+  /** Users who may approve (besides the bot's owner and org admins) and get the card. */
+  approvers?: string[] | undefined;
   confirm?: string[] | undefined;
   mentions_all?: boolean | undefined;
   writes_per_day?: number | undefined;
@@ -65,8 +68,8 @@ export const TOOL_OPERATIONS = {
 export type ToolName = keyof typeof TOOL_OPERATIONS;
 export const TOOL_NAMES = Object.keys(TOOL_OPERATIONS) as ToolName[];
 
-/** Operations a key with a `tools` grant may always run: who am I. */
-const ALWAYS_ALLOWED = new Set(['bots.auth']);
+/** Operations a key with a `tools` grant may always run: who am I, and how its pending actions went. */
+const ALWAYS_ALLOWED = new Set(['bots.auth', 'pending_actions.get_own']);
 
 const toolName = z.enum(TOOL_NAMES as [ToolName, ...ToolName[]], {
   message: `must be one of ${TOOL_NAMES.join(', ')}`,
@@ -100,7 +103,14 @@ export const KeyGrantsInput = z
       .max(TOOL_NAMES.length * 2)
       .optional()
       .describe(
-        'tools whose calls need approval (not supported yet: such calls are refused, nothing is written)',
+        'tools whose calls need a human\'s approval: a call answers pending (REST 202) and runs once approved (docs/API.md, "Approval")',
+      ),
+    approvers: z
+      .array(z.uuid({ message: 'must be a user id' }))
+      .max(20)
+      .optional()
+      .describe(
+        "users of the organization who get the approval card and may decide, besides the bot's owner and org admins",
       ),
     confirm: z
       .array(toolName)
@@ -161,6 +171,7 @@ export const KeyGrantsView = z.object({
   containers: z.array(z.string()).optional(),
   writes_per_hour: z.number().optional(),
   approval: z.array(z.string()).optional(),
+  approvers: z.array(z.string()).optional(),
   confirm: z.array(z.string()).optional(),
   mentions_all: z.boolean().optional(),
   writes_per_day: z.number().optional(),
@@ -185,6 +196,7 @@ export function normalizeGrants(g: KeyGrantsInput | null | undefined): KeyGrants
   if (g.containers !== undefined) out.containers = [...new Set(g.containers)];
   if (g.writes_per_hour !== undefined) out.writes_per_hour = g.writes_per_hour;
   if (g.approval !== undefined) out.approval = [...new Set(g.approval)];
+  if (g.approvers !== undefined) out.approvers = [...new Set(g.approvers)];
   if (g.confirm !== undefined) out.confirm = [...new Set(g.confirm)];
   if (g.mentions_all !== undefined) out.mentions_all = g.mentions_all;
   if (g.writes_per_day !== undefined) out.writes_per_day = g.writes_per_day;

@@ -54,6 +54,12 @@ export interface IdempotencyClaim {
   stored?: string;
   /** The operation has ended: work it left behind (a timer, say) is not its write. */
   ended?: boolean;
+  /**
+   * Instead of completing an Idempotency-Key record: run in the write's transaction with its value
+   * (an approved pending action marks itself executed, or throws to roll the write back when another
+   * run already did: operations/approvals/pending-actions.ts).
+   */
+  inWrite?: (stores: Stores, value: unknown) => Promise<void>;
 }
 
 /**
@@ -70,7 +76,8 @@ export async function completeInWrite(
     throw new AppError('internal', 'An idempotent operation must make one write (it made a second)');
   }
   const response = JSON.stringify(value);
-  await stores.idempotency.complete(p.key, p.statusOf(value), response);
+  if (p.inWrite) await p.inWrite(stores, value);
+  else await stores.idempotency.complete(p.key, p.statusOf(value), response);
   p.stored = response;
 }
 

@@ -47,6 +47,7 @@ export interface Database {
   blob_chunks: BlobChunkRow;
   cluster_settings: ClusterSettingRow;
   message_reactions: ReactionRow;
+  pending_actions: PendingActionRow;
 }
 
 export interface OrganizationRow {
@@ -511,4 +512,36 @@ export interface ClusterSettingRow {
   name: string;
   value: string;
   updated_at: string;
+}
+
+/** A tool call waiting for a human's approval (migration 0020; operations/approvals/). */
+export interface PendingActionRow {
+  id: string;
+  org_id: string;
+  bot_id: string;
+  /** The API key that made the call (re-checked at execution). */
+  key_id: string;
+  /** The MCP tool, and the operation behind it that approval runs. */
+  tool: string;
+  operation: string;
+  /** JSON: the call's input as parsed (canonical), run as is once approved. */
+  input: string;
+  /** JSON: what the call would give (its dry run's result), shown to approvers; null for reads. */
+  preview: string | null;
+  /** JSON array of user ids: the bot's owner and the grant's approvers (org admins decide too). */
+  approvers: string;
+  status: 'pending' | 'approved' | 'rejected' | 'expired' | 'executed' | 'failed';
+  requested_at: string;
+  expires_at: string;
+  decided_by: string | null;
+  decided_at: string | null;
+  executed_at: string | null;
+  /** JSON: the operation's result once executed. */
+  result: string | null;
+  /** Why it failed (status failed). */
+  error: string | null;
+  /** JSON [{user_id, message_id}]: the approvers' DM cards. */
+  cards: string | null;
+  /** Set once the cards show the outcome and the bot was told. */
+  resolved_at: string | null;
 }

@@ -1067,7 +1067,7 @@ export interface paths {
     delete: operations['delete:/api/bots/{botId}/api-keys/{keyId}'];
     options?: never;
     head?: never;
-    /** Set or clear the grants of a bot's API key (null clears them; docs/API.md, "Agent grants"). Effective on the key's next request; audited. */
+    /** Set or clear the grants of a bot's API key (null clears them; docs/API.md, "Agent grants"), or pause or resume it (`paused`; docs/API.md, "Guard rails"). Effective on the key's next request; audited. */
     patch: operations['patch:/api/bots/{botId}/api-keys/{keyId}'];
     trace?: never;
   };
@@ -1464,6 +1464,91 @@ export interface paths {
     put?: never;
     /** Mark some of your notifications read */
     post: operations['post:/api/notifications/read'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/pending-actions': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** Pending actions of your organization that you may decide (owner of the bot, approver on the grant, or org admin), newest first */
+    get: operations['get:/api/pending-actions'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/pending-actions/{id}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** One pending action you may decide */
+    get: operations['get:/api/pending-actions/{id}'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/pending-actions/{id}/approve': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /** Approve a bot's pending action: it runs once, as the bot, with the stored input (the bot's owner, an approver named on the key's grants, or an org admin). A second approve answers the outcome; an expired or rejected one answers 409. */
+    post: operations['post:/api/pending-actions/{id}/approve'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/pending-actions/{id}/reject': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /** Reject a bot's pending action: nothing runs. An approved or expired one answers 409. */
+    post: operations['post:/api/pending-actions/{id}/reject'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/bots/me/pending-actions/{pendingActionId}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** One of this bot's pending actions (a call its key's grants sent for approval): its status and, once executed, the result */
+    get: operations['get:/api/bots/me/pending-actions/{pendingActionId}'];
+    put?: never;
+    post?: never;
     delete?: never;
     options?: never;
     head?: never;
@@ -1993,6 +2078,26 @@ export interface webhooks {
     patch?: never;
     trace?: never;
   };
+  'pending_action.resolved': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * A call of the bot's that waited for approval was decided: executed (with its result), failed, rejected or expired (sent to that bot only; docs/API.md "Approval")
+     * @description Sent to the webhook URL of each bot that receives this event. Verify the signature before parsing: the body `signature` (sha256= HMAC of the body without it), `X-Workroom-Signature` (sha256= HMAC of the raw body) and the Standard Webhooks headers `webhook-id`, `webhook-timestamp`, `webhook-signature`. Answer 2xx within the time-out (5 s); anything else is retried.
+     */
+    post: operations['webhook:pending_action.resolved'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
 }
 export interface components {
   schemas: {
@@ -2020,12 +2125,18 @@ export interface components {
           | 'approval_required'
           | 'confirmation_required'
           | 'write_budget_exceeded'
+          | 'key_paused'
           | 'unavailable'
           | 'search_timeout'
           | 'internal';
         message: string;
         field?: string;
         scope?: string;
+        grant?: string;
+        /** @description key_paused: when the key was paused */
+        paused_at?: string;
+        /** @description key_paused: why */
+        paused_reason?: string;
       };
     };
   };
@@ -6394,9 +6505,29 @@ export interface operations {
                 containers?: string[];
                 writes_per_hour?: number;
                 approval?: string[];
+                approvers?: string[];
                 confirm?: string[];
                 mentions_all?: boolean;
+                writes_per_day?: number;
+                pause_on?: {
+                  budget?:
+                    | false
+                    | {
+                        refusals: number;
+                        window_minutes: number;
+                      };
+                  burst?:
+                    | false
+                    | {
+                        targets: number;
+                        window_minutes: number;
+                      };
+                };
               } | null;
+              /** @description when a guard rail or a manager paused the key (its calls answer 403 key_paused); null: not paused */
+              paused_at: string | null;
+              /** @description why the key was paused */
+              paused_reason: string | null;
             }[];
           };
         };
@@ -6460,7 +6591,7 @@ export interface operations {
             containers?: string[];
             /** @description write budget: at most this many writes in any hour (429 write_budget_exceeded beyond) */
             writes_per_hour?: number;
-            /** @description tools whose calls need approval (not supported yet: such calls are refused, nothing is written) */
+            /** @description tools whose calls need a human's approval: a call answers pending (REST 202) and runs once approved (docs/API.md, "Approval") */
             approval?: (
               | 'send_message'
               | 'read_messages'
@@ -6472,6 +6603,8 @@ export interface operations {
               | 'get_user_info'
               | 'list_users'
             )[];
+            /** @description users of the organization who get the approval card and may decide, besides the bot's owner and org admins */
+            approvers?: string[];
             /** @description tools whose calls the agent's own user must confirm (MCP 2026-07-28 clients that declare elicitation: the call answers input_required and runs on the confirmed retry; refused on REST and older MCP versions) */
             confirm?: (
               | 'send_message'
@@ -6486,6 +6619,25 @@ export interface operations {
             )[];
             /** @description false: messages mentioning @all or @here are refused */
             mentions_all?: boolean;
+            /** @description a second write budget: at most this many writes in any day (429 write_budget_exceeded beyond) */
+            writes_per_day?: number;
+            /** @description guard rails that pause the key (refused with 403 key_paused until a manager resumes it); a key with grants has both at their defaults unless set to false */
+            pause_on?: {
+              /** @description pause the key after this many write_budget_exceeded refusals within window_minutes (default 5 in 10); false: never */
+              budget?:
+                | false
+                | {
+                    refusals: number;
+                    window_minutes: number;
+                  };
+              /** @description pause the key when the same text (normalized) is sent to this many distinct channels, topics, DM rooms or users within window_minutes (default 5 in 10); false: never */
+              burst?:
+                | false
+                | {
+                    targets: number;
+                    window_minutes: number;
+                  };
+            };
           } | null;
         };
       };
@@ -6520,9 +6672,29 @@ export interface operations {
               containers?: string[];
               writes_per_hour?: number;
               approval?: string[];
+              approvers?: string[];
               confirm?: string[];
               mentions_all?: boolean;
+              writes_per_day?: number;
+              pause_on?: {
+                budget?:
+                  | false
+                  | {
+                      refusals: number;
+                      window_minutes: number;
+                    };
+                burst?:
+                  | false
+                  | {
+                      targets: number;
+                      window_minutes: number;
+                    };
+              };
             } | null;
+            /** @description when a guard rail or a manager paused the key (its calls answer 403 key_paused); null: not paused */
+            paused_at: string | null;
+            /** @description why the key was paused */
+            paused_reason: string | null;
             /** @description The full key; shown only once */
             key: string;
           };
@@ -6576,9 +6748,29 @@ export interface operations {
               containers?: string[];
               writes_per_hour?: number;
               approval?: string[];
+              approvers?: string[];
               confirm?: string[];
               mentions_all?: boolean;
+              writes_per_day?: number;
+              pause_on?: {
+                budget?:
+                  | false
+                  | {
+                      refusals: number;
+                      window_minutes: number;
+                    };
+                burst?:
+                  | false
+                  | {
+                      targets: number;
+                      window_minutes: number;
+                    };
+              };
             } | null;
+            /** @description when a guard rail or a manager paused the key (its calls answer 403 key_paused); null: not paused */
+            paused_at: string | null;
+            /** @description why the key was paused */
+            paused_reason: string | null;
           };
         };
       };
@@ -6599,10 +6791,10 @@ export interface operations {
       };
       cookie?: never;
     };
-    requestBody: {
+    requestBody?: {
       content: {
         'application/json': {
-          grants: {
+          grants?: {
             /** @description MCP tools the key may call (the others are hidden and refused); omitted: every tool */
             tools?: (
               | 'send_message'
@@ -6621,7 +6813,7 @@ export interface operations {
             containers?: string[];
             /** @description write budget: at most this many writes in any hour (429 write_budget_exceeded beyond) */
             writes_per_hour?: number;
-            /** @description tools whose calls need approval (not supported yet: such calls are refused, nothing is written) */
+            /** @description tools whose calls need a human's approval: a call answers pending (REST 202) and runs once approved (docs/API.md, "Approval") */
             approval?: (
               | 'send_message'
               | 'read_messages'
@@ -6633,6 +6825,8 @@ export interface operations {
               | 'get_user_info'
               | 'list_users'
             )[];
+            /** @description users of the organization who get the approval card and may decide, besides the bot's owner and org admins */
+            approvers?: string[];
             /** @description tools whose calls the agent's own user must confirm (MCP 2026-07-28 clients that declare elicitation: the call answers input_required and runs on the confirmed retry; refused on REST and older MCP versions) */
             confirm?: (
               | 'send_message'
@@ -6647,7 +6841,28 @@ export interface operations {
             )[];
             /** @description false: messages mentioning @all or @here are refused */
             mentions_all?: boolean;
+            /** @description a second write budget: at most this many writes in any day (429 write_budget_exceeded beyond) */
+            writes_per_day?: number;
+            /** @description guard rails that pause the key (refused with 403 key_paused until a manager resumes it); a key with grants has both at their defaults unless set to false */
+            pause_on?: {
+              /** @description pause the key after this many write_budget_exceeded refusals within window_minutes (default 5 in 10); false: never */
+              budget?:
+                | false
+                | {
+                    refusals: number;
+                    window_minutes: number;
+                  };
+              /** @description pause the key when the same text (normalized) is sent to this many distinct channels, topics, DM rooms or users within window_minutes (default 5 in 10); false: never */
+              burst?:
+                | false
+                | {
+                    targets: number;
+                    window_minutes: number;
+                  };
+            };
           } | null;
+          /** @description false resumes a paused key; true pauses it (refused with 403 key_paused until resumed) */
+          paused?: boolean;
         };
       };
     };
@@ -6681,9 +6896,29 @@ export interface operations {
               containers?: string[];
               writes_per_hour?: number;
               approval?: string[];
+              approvers?: string[];
               confirm?: string[];
               mentions_all?: boolean;
+              writes_per_day?: number;
+              pause_on?: {
+                budget?:
+                  | false
+                  | {
+                      refusals: number;
+                      window_minutes: number;
+                    };
+                burst?:
+                  | false
+                  | {
+                      targets: number;
+                      window_minutes: number;
+                    };
+              };
             } | null;
+            /** @description when a guard rail or a manager paused the key (its calls answer 403 key_paused); null: not paused */
+            paused_at: string | null;
+            /** @description why the key was paused */
+            paused_reason: string | null;
           };
         };
       };
@@ -8188,6 +8423,320 @@ export interface operations {
         content: {
           'application/json': {
             marked: number;
+          };
+        };
+      };
+      400: components['responses']['Error'];
+      401: components['responses']['Error'];
+      403: components['responses']['Error'];
+      404: components['responses']['Error'];
+      429: components['responses']['Error'];
+    };
+  };
+  'get:/api/pending-actions': {
+    parameters: {
+      query?: {
+        status?: 'pending' | 'approved' | 'rejected' | 'expired' | 'executed' | 'failed';
+        limit?: number;
+        before?: string;
+      };
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Success */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            items: {
+              id: string;
+              /**
+               * @description pending → approved | rejected | expired; approved → executed | failed (docs/API.md "Approval")
+               * @enum {string}
+               */
+              status: 'pending' | 'approved' | 'rejected' | 'expired' | 'executed' | 'failed';
+              /** @description The MCP tool called (its REST twin runs the same operation) */
+              tool: string;
+              operation: string;
+              bot_id: string;
+              key_id: string;
+              /** @description The input as parsed; approval runs exactly this */
+              input: {
+                [key: string]: unknown;
+              };
+              /** @description What it will do, in words (as on the approvers’ card) */
+              summary: string;
+              /** @description Where it acts: the channel, topic, DM room or task */
+              target: {
+                kind: string;
+                id: string;
+                name: string | null;
+              } | null;
+              requested_at: string;
+              expires_at: string;
+              decided_by: string | null;
+              decided_at: string | null;
+              executed_at: string | null;
+              /** @description The operation’s result once executed (e.g. the message) */
+              result: unknown | null;
+              /** @description Why it failed (status failed) */
+              error: string | null;
+            }[];
+          };
+        };
+      };
+      400: components['responses']['Error'];
+      401: components['responses']['Error'];
+      403: components['responses']['Error'];
+      404: components['responses']['Error'];
+      429: components['responses']['Error'];
+    };
+  };
+  'get:/api/pending-actions/{id}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Success */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            id: string;
+            /**
+             * @description pending → approved | rejected | expired; approved → executed | failed (docs/API.md "Approval")
+             * @enum {string}
+             */
+            status: 'pending' | 'approved' | 'rejected' | 'expired' | 'executed' | 'failed';
+            /** @description The MCP tool called (its REST twin runs the same operation) */
+            tool: string;
+            operation: string;
+            bot_id: string;
+            key_id: string;
+            /** @description The input as parsed; approval runs exactly this */
+            input: {
+              [key: string]: unknown;
+            };
+            /** @description What it will do, in words (as on the approvers’ card) */
+            summary: string;
+            /** @description Where it acts: the channel, topic, DM room or task */
+            target: {
+              kind: string;
+              id: string;
+              name: string | null;
+            } | null;
+            requested_at: string;
+            expires_at: string;
+            decided_by: string | null;
+            decided_at: string | null;
+            executed_at: string | null;
+            /** @description The operation’s result once executed (e.g. the message) */
+            result: unknown | null;
+            /** @description Why it failed (status failed) */
+            error: string | null;
+          };
+        };
+      };
+      400: components['responses']['Error'];
+      401: components['responses']['Error'];
+      403: components['responses']['Error'];
+      404: components['responses']['Error'];
+      429: components['responses']['Error'];
+    };
+  };
+  'post:/api/pending-actions/{id}/approve': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: {
+      content: {
+        'application/json': Record<string, never>;
+      };
+    };
+    responses: {
+      /** @description Success */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            id: string;
+            /**
+             * @description pending → approved | rejected | expired; approved → executed | failed (docs/API.md "Approval")
+             * @enum {string}
+             */
+            status: 'pending' | 'approved' | 'rejected' | 'expired' | 'executed' | 'failed';
+            /** @description The MCP tool called (its REST twin runs the same operation) */
+            tool: string;
+            operation: string;
+            bot_id: string;
+            key_id: string;
+            /** @description The input as parsed; approval runs exactly this */
+            input: {
+              [key: string]: unknown;
+            };
+            /** @description What it will do, in words (as on the approvers’ card) */
+            summary: string;
+            /** @description Where it acts: the channel, topic, DM room or task */
+            target: {
+              kind: string;
+              id: string;
+              name: string | null;
+            } | null;
+            requested_at: string;
+            expires_at: string;
+            decided_by: string | null;
+            decided_at: string | null;
+            executed_at: string | null;
+            /** @description The operation’s result once executed (e.g. the message) */
+            result: unknown | null;
+            /** @description Why it failed (status failed) */
+            error: string | null;
+          };
+        };
+      };
+      400: components['responses']['Error'];
+      401: components['responses']['Error'];
+      403: components['responses']['Error'];
+      404: components['responses']['Error'];
+      409: components['responses']['Error'];
+      429: components['responses']['Error'];
+    };
+  };
+  'post:/api/pending-actions/{id}/reject': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: {
+      content: {
+        'application/json': Record<string, never>;
+      };
+    };
+    responses: {
+      /** @description Success */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            id: string;
+            /**
+             * @description pending → approved | rejected | expired; approved → executed | failed (docs/API.md "Approval")
+             * @enum {string}
+             */
+            status: 'pending' | 'approved' | 'rejected' | 'expired' | 'executed' | 'failed';
+            /** @description The MCP tool called (its REST twin runs the same operation) */
+            tool: string;
+            operation: string;
+            bot_id: string;
+            key_id: string;
+            /** @description The input as parsed; approval runs exactly this */
+            input: {
+              [key: string]: unknown;
+            };
+            /** @description What it will do, in words (as on the approvers’ card) */
+            summary: string;
+            /** @description Where it acts: the channel, topic, DM room or task */
+            target: {
+              kind: string;
+              id: string;
+              name: string | null;
+            } | null;
+            requested_at: string;
+            expires_at: string;
+            decided_by: string | null;
+            decided_at: string | null;
+            executed_at: string | null;
+            /** @description The operation’s result once executed (e.g. the message) */
+            result: unknown | null;
+            /** @description Why it failed (status failed) */
+            error: string | null;
+          };
+        };
+      };
+      400: components['responses']['Error'];
+      401: components['responses']['Error'];
+      403: components['responses']['Error'];
+      404: components['responses']['Error'];
+      409: components['responses']['Error'];
+      429: components['responses']['Error'];
+    };
+  };
+  'get:/api/bots/me/pending-actions/{pendingActionId}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        pendingActionId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Success */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            id: string;
+            /**
+             * @description pending → approved | rejected | expired; approved → executed | failed (docs/API.md "Approval")
+             * @enum {string}
+             */
+            status: 'pending' | 'approved' | 'rejected' | 'expired' | 'executed' | 'failed';
+            /** @description The MCP tool called (its REST twin runs the same operation) */
+            tool: string;
+            operation: string;
+            bot_id: string;
+            key_id: string;
+            /** @description The input as parsed; approval runs exactly this */
+            input: {
+              [key: string]: unknown;
+            };
+            /** @description What it will do, in words (as on the approvers’ card) */
+            summary: string;
+            /** @description Where it acts: the channel, topic, DM room or task */
+            target: {
+              kind: string;
+              id: string;
+              name: string | null;
+            } | null;
+            requested_at: string;
+            expires_at: string;
+            decided_by: string | null;
+            decided_at: string | null;
+            executed_at: string | null;
+            /** @description The operation’s result once executed (e.g. the message) */
+            result: unknown | null;
+            /** @description Why it failed (status failed) */
+            error: string | null;
           };
         };
       };
@@ -9733,6 +10282,60 @@ export interface operations {
             /** @description UUID */
             requested_by?: string;
             message: string;
+          };
+          /** @description Unique id of the event (the same on every retry) */
+          event_id: string;
+          /** @description sha256= and the hex HMAC-SHA256 of the body without this member */
+          signature: string;
+        };
+      };
+    };
+    responses: {
+      /** @description Received (any 2xx) */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+    };
+  };
+  'webhook:pending_action.resolved': {
+    parameters: {
+      query?: never;
+      header: {
+        'webhook-id': string;
+        'webhook-timestamp': string;
+        'webhook-signature': string;
+        'x-workroom-signature': string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @constant */
+          event_type: 'pending_action.resolved';
+          /** @description When the event happened, ISO 8601 */
+          timestamp: string;
+          /** @description The receiving bot */
+          bot_id: string;
+          data: {
+            /** @description UUID */
+            pending_action_id: string;
+            /** @description UUID */
+            bot_id: string;
+            tool: string;
+            /** @enum {string} */
+            status: 'executed' | 'failed' | 'rejected' | 'expired';
+            /** @description The user who approved or rejected it; null when it expired */
+            decided_by: string | null;
+            decided_at: string | null;
+            /** @description The result of the call once executed (e.g. the message), else null */
+            result: unknown;
+            /** @description Why it failed */
+            error: string | null;
           };
           /** @description Unique id of the event (the same on every retry) */
           event_id: string;

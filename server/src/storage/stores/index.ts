@@ -14,6 +14,7 @@ import { IncomingWebhookStore } from './incoming-webhooks.js';
 import { MessageStore } from './messages.js';
 import { NotificationStore } from './notifications.js';
 import { OrganizationStore } from './organizations.js';
+import { PendingActionStore } from './pending-actions.js';
 import { KeyRecentTextStore } from './key-recent-texts.js';
 import { QuotaStore } from './quotas.js';
 import { ScheduledJobStore } from './scheduled-jobs.js';
@@ -52,6 +53,7 @@ export class Stores {
   #readMarkers?: ReadMarkerStore;
   #quotas?: QuotaStore;
   #reactions?: ReactionStore;
+  #pendingActions?: PendingActionStore;
   #keyRecentTexts?: KeyRecentTextStore;
 
   constructor(readonly db: Executor) {}
@@ -124,6 +126,9 @@ export class Stores {
   }
   get quotas(): QuotaStore {
     return (this.#quotas ??= new QuotaStore(this.db));
+  }
+  get pendingActions(): PendingActionStore {
+    return (this.#pendingActions ??= new PendingActionStore(this.db));
   }
   get keyRecentTexts(): KeyRecentTextStore {
     return (this.#keyRecentTexts ??= new KeyRecentTextStore(this.db));

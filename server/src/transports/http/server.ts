@@ -4,6 +4,7 @@ import type { Logger } from 'pino';
 import { AppError, isAppError } from '../../domain/errors.js';
 import { authenticate, bearerCredential } from '../../operations/auth/authenticate.js';
 import type { Actor, Services } from '../../operations/context.js';
+import { needsApproval, requestApprovalFor } from '../../operations/approvals/pending-actions.js';
 import { withIdempotency } from '../../operations/idempotency.js';
 import { dryRunReport, runOperation } from '../../operations/operation.js';
 import { HTTP_STATUS } from '../kit/errors.js';
@@ -94,6 +95,24 @@ async function runOpRoute(rc: RequestContext, route: OpRoute): Promise<void> {
   }
   // Without a key (or on a route that takes none) withIdempotency simply runs the operation.
   const key = route.idempotent ? rc.req.headers['idempotency-key'] : undefined;
+  if (needsApproval(op, actor)) {
+    // The key's grants hold this call for a human (docs/API.md, "Approval"): 202 with the pending action.
+    const r = await withIdempotency(
+      rc.services,
+      actor,
+      typeof key === 'string' ? key : undefined,
+      { operation: op.name, input, statusOf: () => 202 },
+      async (idempotency) => ({
+        status: 202,
+        body: {
+          status: 'pending_approval',
+          pending_action: await requestApprovalFor(op, { ...ctx, idempotency }, input),
+        },
+      }),
+    );
+    sendJson(rc.res, r.status, r.body, r.replayed ? { 'idempotent-replayed': 'true' } : {});
+    return;
+  }
   const statusOf = (result: unknown) => route.statusOf?.(result) ?? route.status ?? 200;
   const r = await withIdempotency(
     rc.services,

@@ -1,5 +1,11 @@
 import type { Logger } from 'pino';
 import { withIdempotency } from '../../operations/idempotency.js';
+import {
+  checkAccessForApproval,
+  needsApproval,
+  requestApproval,
+  type PendingActionView,
+} from '../../operations/approvals/pending-actions.js';
 import type { z } from 'zod';
 import { AppError, isAppError } from '../../domain/errors.js';
 import type { ToolCallOutcome } from '../../operations/audit/tool-calls.js';
@@ -186,11 +192,33 @@ const dryRunResult = (text: string, report: Record<string, unknown>, structured?
   const note =
     `DRY RUN: nothing was written, emitted or spent. Had this been a real call: ${text}\n` +
     `Events that would fire: ${events}.` +
-    (report.approval_required ? " This tool needs approval under the key's grants (not supported yet)." : '');
+    (report.approval_required
+      ? " This tool needs approval under the key's grants: the real call would wait for a human as a pending action."
+      : '');
   return JSON.stringify({
     content: [{ type: 'text', text: note }],
     ...(structured === undefined ? {} : { structuredContent: structured }),
     _meta: { 'workroom/dry_run': report },
+  });
+};
+
+/**
+ * A call held for approval (docs/MCP.md, "Approval"): a normal result (not isError) whose text says it
+ * waits and names the pending action; from 2025-06-18 its `structuredContent` is
+ * `{status: "pending_approval", pending_action}` (the tool's outputSchema for such a key allows it),
+ * and `_meta` carries the same for every version.
+ */
+const pendingResult = (view: PendingActionView, structured: boolean): string => {
+  const answer = { status: 'pending_approval', pending_action: view };
+  return JSON.stringify({
+    content: [
+      {
+        type: 'text',
+        text: `PENDING APPROVAL: this call was not run. It waits for a human's approval as pending action ${view.id} (${view.summary}), until ${view.expires_at}. Once approved it runs exactly once; check its outcome with get_pending_action {"pending_action_id": "${view.id}"}.`,
+      },
+    ],
+    ...(structured ? { structuredContent: answer } : {}),
+    _meta: { 'workroom/pending_action': view },
   });
 };
 
@@ -244,6 +272,9 @@ async function callTool(params: Params | undefined, cc: CallContext): Promise<st
       });
     }
     const grants = cc.actor.grants;
+    if (tool.approvalOnly && !(grants && grants.approval.size > 0)) {
+      throw new RpcError(INVALID_PARAMS, `Invalid params: unknown tool "${name}"`, { field: 'name' });
+    }
     if (grants && !toolGranted(tool, grants)) {
       grant = grants.tools !== null && !grants.tools.has(name) ? 'tools' : 'read_only';
       throw new RpcError(
@@ -264,9 +295,12 @@ async function callTool(params: Params | undefined, cc: CallContext): Promise<st
       dryRun = flag;
       callArgs = rest;
     }
+    // A call held for a human's approval (grant approval) is checked like a dry run, then stored.
+    const held = !dryRun && needsApproval(tool.op, cc.actor);
     // Confirmation by the agent's user (grant confirm) is asked last: only of a call that would run.
-    const needsConfirm = !dryRun && grants != null && grants.confirmOperations.has(tool.op.name);
-    checkAccess(tool.op, cc.actor, dryRun, needsConfirm);
+    const needsConfirm = !dryRun && !held && grants != null && grants.confirmOperations.has(tool.op.name);
+    if (held) checkAccessForApproval(tool.op, cc.actor);
+    else checkAccess(tool.op, cc.actor, dryRun, needsConfirm);
     const parsed = tool.op.input.safeParse(callArgs);
     if (!parsed.success) {
       const { message, field } = describeArgs(parsed.error.issues, args as Record<string, unknown>);
@@ -274,6 +308,23 @@ async function callTool(params: Params | undefined, cc: CallContext): Promise<st
         throw new AppError('invalid_input', message, { field });
       }
       throw new RpcError(INVALID_PARAMS, `Invalid arguments for tool ${name}: ${message}`, { field });
+    }
+    if (held) {
+      grant = 'approval';
+      const key = tool.creates ? idempotencyKeyOf(params!, cc) : undefined;
+      const { body } = await withIdempotency(
+        cc.services,
+        cc.actor,
+        key,
+        { operation: tool.op.name, input: args },
+        async (idempotency) => ({
+          status: 200,
+          body: await requestApproval(tool.op, { ...opContext(cc), idempotency }, parsed.data),
+        }),
+      );
+      // Not an error: the call waits for a human (the audit's detail says so).
+      errorCode = 'pending_approval';
+      return pendingResult(body as PendingActionView, hasStructuredOutput(cc.version));
     }
     if (needsConfirm) {
       grant = 'confirm';

@@ -6,6 +6,11 @@ import { search, type SearchResultView } from '../../operations/search/search.js
 import { createTask, listTasks, updateTask } from '../../operations/tasks/tasks.js';
 import { getUser, listUsers } from '../../operations/users/users.js';
 import type { MessageView, UserView } from '../../operations/views.js';
+import {
+  getOwnPendingAction,
+  PendingApprovalAnswer,
+  type PendingActionView,
+} from '../../operations/approvals/pending-actions.js';
 import * as fmt from './format.js';
 import { TOOL_NAME_RE } from './versions.js';
 import { TOOL_OPERATIONS, type ActiveGrants, type ToolName } from '../../domain/grants.js';
@@ -23,6 +28,8 @@ export interface Tool {
   text(result: unknown, args: Record<string, unknown>): string;
   /** Creates something: honors an idempotency key (see docs/MCP.md, "Idempotency"). */
   creates?: boolean;
+  /** Listed and callable only for keys whose grants put some tool under approval (get_pending_action). */
+  approvalOnly?: boolean;
 }
 
 type Items<T> = { items: T[] };
@@ -126,7 +133,42 @@ export const TOOLS: readonly Tool[] = [
   },
 ];
 
-export const TOOLS_BY_NAME: ReadonlyMap<string, Tool> = new Map(TOOLS.map((t) => [t.name, t]));
+/**
+ * The agent's way to learn how a call held for approval went (docs/MCP.md, "Approval"): only for keys
+ * whose grants have `approval`, so every other key's list stays the nine tools.
+ */
+export const GET_PENDING_ACTION: Tool = {
+  name: 'get_pending_action',
+  op: getOwnPendingAction as Operation,
+  approvalOnly: true,
+  description:
+    'Check a call that is waiting for a human\'s approval (a tool call answered "pending approval" with a pending_action_id): its status (pending, approved, rejected, expired, executed, failed) and, once executed, the result (e.g. the posted message). Read-only; the call itself runs once, when an approver approves it.',
+  annotations: read('Get a pending action'),
+  text: (r) => pendingText(r as PendingActionView),
+};
+
+/** How a pending action reads for a model. */
+export function pendingText(v: PendingActionView): string {
+  const head = `Pending action ${v.id} (${v.tool}: ${v.summary}) is ${v.status}`;
+  switch (v.status) {
+    case 'pending':
+      return `${head}: waiting for a human's approval until ${v.expires_at}. Nothing was done yet; check again later with get_pending_action.`;
+    case 'approved':
+      return `${head} by ${v.decided_by ?? 'an approver'}: it is running now.`;
+    case 'executed':
+      return `${head}: approved by ${v.decided_by ?? 'an approver'} and done. Result: ${JSON.stringify(v.result)}`;
+    case 'failed':
+      return `${head}: approved, but it failed: ${v.error ?? 'unknown reason'}`;
+    case 'rejected':
+      return `${head} by ${v.decided_by ?? 'an approver'}: nothing was done. Do not retry it unchanged.`;
+    default:
+      return `${head}: nobody decided before ${v.expires_at}; nothing was done.`;
+  }
+}
+
+export const TOOLS_BY_NAME: ReadonlyMap<string, Tool> = new Map(
+  [...TOOLS, GET_PENDING_ACTION].map((t) => [t.name, t]),
+);
 
 // The grants' table of tools (domain/grants.ts) must be this one: grants are validated and enforced
 // in the operation layer by it.
@@ -144,7 +186,7 @@ export const isWritingTool = (t: Tool): boolean => !t.annotations.readOnlyHint;
 // against them stops the server at start instead of reaching a client that would reject it.
 for (const t of TOOLS)
   if (!TOOL_NAME_RE.test(t.name)) throw new Error(`MCP tool name "${t.name}" breaks the naming rules`);
-if (TOOLS_BY_NAME.size !== TOOLS.length) throw new Error('MCP tool names must be unique');
+if (TOOLS_BY_NAME.size !== TOOLS.length + 1) throw new Error('MCP tool names must be unique');
 
 type JsonSchema = Record<string, unknown>;
 
@@ -192,13 +234,30 @@ export function outputSchema(op: Operation): JsonSchema {
   return s;
 }
 
+/** What a call held for approval answers in `structuredContent` (docs/MCP.md, "Approval"). */
+const PENDING_SCHEMA = (() => {
+  const s = z.toJSONSchema(PendingApprovalAnswer, { io: 'output', unrepresentable: 'any' }) as JsonSchema;
+  delete s.$schema;
+  return s;
+})();
+
+/**
+ * The `outputSchema` of a tool that may answer "pending approval" for this key: its own result, or
+ * the pending action (so that structured results conform, server/tools).
+ */
+const orPending = (s: JsonSchema): JsonSchema => ({ type: 'object', anyOf: [s, PENDING_SCHEMA] });
+
 /** The tools of tools/list, with the `outputSchema` of versions that have structured output or without. */
-const toolList = (structured: boolean, tools: readonly Tool[] = TOOLS) =>
+const toolList = (structured: boolean, tools: readonly Tool[] = TOOLS, approval?: ReadonlySet<string>) =>
   tools.map((t) => ({
     name: t.name,
     description: t.description,
     inputSchema: inputSchema(t.op, isWritingTool(t)),
-    ...(structured ? { outputSchema: outputSchema(t.op) } : {}),
+    ...(structured
+      ? {
+          outputSchema: approval?.has(t.name) ? orPending(outputSchema(t.op)) : outputSchema(t.op),
+        }
+      : {}),
     annotations: { ...t.annotations, openWorldHint: false },
   }));
 
@@ -208,7 +267,9 @@ const LIST_STRUCTURED = JSON.stringify({ tools: toolList(true) });
 
 /** Whether a key's grants let it see and call a tool (its `tools`, and `read_only` for writing tools). */
 export const toolGranted = (t: Tool, g: ActiveGrants): boolean =>
-  (g.tools === null || g.tools.has(t.name)) && !(g.readOnly && isWritingTool(t));
+  t.approvalOnly
+    ? g.approval.size > 0
+    : (g.tools === null || g.tools.has(t.name)) && !(g.readOnly && isWritingTool(t));
 
 /** Lists of keys with grants, serialized once per grants (the parsed grants are shared per text). */
 const GRANTED_LISTS = new WeakMap<ActiveGrants, [string | undefined, string | undefined]>();
@@ -221,7 +282,8 @@ export function toolsListJson(structured: boolean, grants?: ActiveGrants | null)
   return (cached[i] ??= JSON.stringify({
     tools: toolList(
       structured,
-      TOOLS.filter((t) => toolGranted(t, grants)),
+      [...TOOLS, GET_PENDING_ACTION].filter((t) => toolGranted(t, grants)),
+      grants.approval,
     ),
   }));
 }

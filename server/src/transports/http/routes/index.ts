@@ -16,6 +16,7 @@ import { mentionRoutes } from './mentions.js';
 import { messageRoutes } from './messages.js';
 import { notificationRoutes } from './notifications.js';
 import { organizationRoutes } from './organizations.js';
+import { pendingActionRoutes } from './pending-actions.js';
 import { projectRoutes } from './projects.js';
 import { readMarkerRoutes } from './read-markers.js';
 import { searchRoutes } from './search.js';
@@ -49,6 +50,7 @@ export function allRoutes(publicUrl: string, mcp: McpEndpoint): Route[] {
     ...deliveryRoutes,
     ...webhookRoutes,
     ...notificationRoutes,
+    ...pendingActionRoutes,
     ...mcpRoutes(mcp),
   ];
   let doc: string | undefined;
