@@ -265,6 +265,78 @@ describe('agent grants: guard rails', () => {
     expectStatus(await send(k.key, chans[3]!, 'x'), 201);
   });
 
+  it('the audit records every call of a key with grants: decision, dry run, and the before/after of updates', async () => {
+    const { projectId, topicId } = await w.project(owner.api);
+    expectStatus(await owner.api.post(`/api/projects/${projectId}/members`, { bot_id: botId }), 201);
+    const task = expectStatus(
+      await owner.api.post(`/api/topics/${topicId}/tasks`, { title: 'audit me', priority: 'low' }),
+      201,
+    );
+    const k = await keyWith({ mentions_all: false });
+    const api = w.anon.as(k.key);
+    // REST: a post, its edit, a task update, a dry run; MCP: a task update; and a refused call.
+    const msg = expectStatus(await send(k.key, chans[0]!, 'first words'), 201);
+    expectStatus(await api.put(`/api/messages/${msg.id}`, { content: 'second words' }), 200);
+    expectStatus(await api.patch(`/api/tasks/${task.id}`, { title: 'audited', priority: 'high' }), 200);
+    expectStatus(
+      await api.patch(`/api/tasks/${task.id}`, { status: 'done' }, { headers: { 'x-dry-run': 'true' } }),
+      200,
+    );
+    const m = await mcpCall('modern', k.key, 'update_task', { task_id: task.id, status: 'in_progress' });
+    expect(m.result.isError).toBeUndefined();
+    expect((await send(k.key, chans[0]!, 'hey @all')).status).toBe(403);
+    const rows = async () =>
+      (
+        expectStatus(await owner.api.get(`/api/bots/${botId}/tool-calls`, { query: { limit: '100' } }), 200)
+          .items as any[]
+      )
+        .filter((r) => r.key_id === k.id && r.tool !== 'grants.set')
+        .map((r) => [r.tool, r.outcome, r.detail]);
+    await expect.poll(rows).toHaveLength(6);
+    expect(await rows()).toEqual(
+      expect.arrayContaining([
+        ['messages.send', 'ok', { surface: 'rest', decision: 'allowed' }],
+        [
+          'messages.edit',
+          'ok',
+          {
+            surface: 'rest',
+            decision: 'allowed',
+            before: { content: 'first words' },
+            after: { content: 'second words' },
+          },
+        ],
+        [
+          'tasks.update',
+          'ok',
+          {
+            surface: 'rest',
+            decision: 'allowed',
+            before: { title: 'audit me', priority: 'low' },
+            after: { title: 'audited', priority: 'high' },
+          },
+        ],
+        [
+          'tasks.update',
+          'ok',
+          {
+            surface: 'rest',
+            decision: 'allowed',
+            dry_run: true,
+            before: { status: 'todo' },
+            after: { status: 'done' },
+          },
+        ],
+        [
+          'update_task',
+          'ok',
+          { decision: 'allowed', before: { status: 'todo' }, after: { status: 'in_progress' } },
+        ],
+        ['messages.send', 'tool_error', { surface: 'rest', decision: 'refused', grant: 'mentions_all' }],
+      ]),
+    );
+  });
+
   it('pause_on: { burst: false } turns the burst rule off; a key without grants has no guard rails', async () => {
     const off = await keyWith({ pause_on: { burst: false } });
     const bare = expectStatus(await owner.api.post(keysPath(), {}), 201);

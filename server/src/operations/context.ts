@@ -15,6 +15,7 @@ import type { IdempotencyClaim } from './idempotency.js';
 import type { MetricsHooks } from '../metrics/hooks.js';
 import type { ReadinessCheck } from '../metrics/health.js';
 import type { ActiveGrants } from '../domain/grants.js';
+import type { AuditChange } from './audit/decision.js';
 
 /** Who is calling: a signed-in user or a bot with an API key. */
 export type Actor = UserActor | BotActor;
@@ -99,6 +100,8 @@ export interface OpContext {
    * back, their events are recorded here instead of emitted, and no write budget is spent.
    */
   dryRun?: DryRun | undefined;
+  /** Set when the call is audited with its changes (a key with grants): an update notes them here. */
+  auditChange?: AuditChange | undefined;
 }
 
 /** What a dry run's writes would have done. */

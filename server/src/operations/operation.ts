@@ -4,6 +4,7 @@ import { scopesAllow, type Scope } from '../domain/scopes.js';
 import { MENTIONS_ALL_RE, toolOf, type ActiveGrants } from '../domain/grants.js';
 import type { Actor, OpContext } from './context.js';
 import { checkBurst, checkNotPaused, takeWriteBudgets } from './guardrails.js';
+import { callDetail, GRANT_REFUSALS } from './audit/decision.js';
 
 export type ActorKind = Actor['kind'];
 
@@ -186,11 +187,19 @@ export async function runOperation<S extends z.ZodType, O>(
 ): Promise<O> {
   const { actor } = ctx;
   if (actor.kind === 'bot' && (actor.grants || actor.paused)) {
+    // Audited (docs/API.md, "Agent grants"): every write, and every call the grants refuse.
+    const started = performance.now();
+    const audited: OpContext = { ...ctx, auditChange: {} };
+    let writing = false;
     try {
       checkAccess(op as Operation, actor, ctx.dryRun !== undefined);
-      return await runChecked(op, ctx, parseInput(op.input, raw));
+      writing = isWriting(op as Operation);
+      const out = await runChecked(op, audited, parseInput(op.input, raw));
+      if (writing) auditRest(audited, op.name, started, null);
+      return out;
     } catch (err) {
-      auditRefusal(ctx, op.name, err);
+      const refused = err instanceof AppError && GRANT_REFUSALS.has(err.code);
+      if (writing || refused) auditRest(audited, op.name, started, err);
       throw err;
     }
   }
@@ -198,22 +207,27 @@ export async function runOperation<S extends z.ZodType, O>(
   return runChecked(op, ctx, parseInput(op.input, raw));
 }
 
-const GRANT_CODES = new Set([
-  'grant_denied',
-  'approval_required',
-  'confirmation_required',
-  'write_budget_exceeded',
-  'key_paused',
-]);
-
-/** Records a call its key's grants refused in the audit (the tool-call audit, surface rest). */
-function auditRefusal(ctx: OpContext, operation: string, err: unknown): void {
-  if (ctx.actor.kind !== 'bot' || !(err instanceof AppError) || !GRANT_CODES.has(err.code)) return;
-  ctx.services.toolCalls.record(ctx.actor, operation, 'tool_error', err.code, 0, {
-    surface: 'rest',
-    grant: err.details.grant,
-    dry_run: ctx.dryRun ? true : undefined,
-  });
+/**
+ * Records a REST call of a key with grants (or a paused key) in the tool-call audit, surface rest: a
+ * write with its outcome and change, or a call the grants refused (audit/decision.ts).
+ */
+function auditRest(ctx: OpContext, operation: string, started: number, err: unknown): void {
+  if (ctx.actor.kind !== 'bot') return;
+  const e = err === null ? null : err instanceof AppError ? err : new AppError('internal', 'internal');
+  ctx.services.toolCalls.record(
+    ctx.actor,
+    operation,
+    e === null ? 'ok' : 'tool_error',
+    e?.code ?? null,
+    performance.now() - started,
+    callDetail(!!ctx.actor.grants, {
+      surface: 'rest',
+      grant: e?.details.grant,
+      dryRun: ctx.dryRun !== undefined,
+      errorCode: e?.code ?? null,
+      change: ctx.auditChange,
+    }),
+  );
 }
 
 /** What a dry run reports: the operation, its target, the result it would give, the events. */

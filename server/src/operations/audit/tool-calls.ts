@@ -19,6 +19,8 @@ export type ToolCallOutcome = ToolCallRow['outcome'];
  */
 export interface ToolCallDetail {
   surface?: 'rest' | 'admin' | 'guardrail' | undefined;
+  /** A key with grants: whether its grants let the call through (audit/decision.ts). */
+  decision?: 'allowed' | 'refused' | 'pending_approval' | 'confirmation_asked' | 'declined' | undefined;
   /** Why a guard rail paused the key (tool key.paused). */
   reason?: string | undefined;
   grant?: string | undefined;

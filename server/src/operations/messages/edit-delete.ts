@@ -7,6 +7,7 @@ import type { Stores } from '../../storage/stores/index.js';
 import { containerOf } from '../../storage/stores/messages.js';
 import { actorRef, type Actor } from '../context.js';
 import { inOrg, isSystemAdmin, loadContainer } from '../access.js';
+import { noteChange } from '../audit/decision.js';
 import { defineOperation } from '../operation.js';
 import { content, contentHtml, uuid } from '../schemas.js';
 import { MessageView, messageView } from '../views.js';
@@ -75,6 +76,11 @@ export const editMessage = defineOperation({
         actions: input.actions === undefined ? m.actions : storeActions(input.actions),
         edited_at: now,
       };
+      noteChange(ctx, m as unknown as Record<string, unknown>, {
+        content: updated.content,
+        content_html: updated.content_html,
+        actions: updated.actions,
+      });
       await stores.messages.update(m.id, {
         content: updated.content,
         content_html: updated.content_html,

@@ -7,6 +7,7 @@ import type { TaskRow, TopicRow } from '../../storage/schema.js';
 import type { Stores } from '../../storage/stores/index.js';
 import { actorRef, type Actor } from '../context.js';
 import { loadTopic } from '../access.js';
+import { noteChange } from '../audit/decision.js';
 import { defineOperation } from '../operation.js';
 import { isoDate, taskPriority, taskStatus, uuid } from '../schemas.js';
 import { listOf, TaskView, taskView } from '../views.js';
@@ -150,6 +151,7 @@ export const updateTask = defineOperation({
       if (input.due_date !== undefined && input.due_date !== task.due_date) patch.due_date = input.due_date;
       if (Object.keys(patch).length === 0) return taskView(task);
 
+      noteChange(ctx, task as unknown as Record<string, unknown>, patch);
       await tx.stores.tasks.update(task.id, patch, tx.now);
       const updated: TaskRow = { ...task, ...patch, updated_at: tx.now };
       const by = actorRef(ctx.actor);

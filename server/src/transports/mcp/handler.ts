@@ -9,6 +9,7 @@ import {
 import type { z } from 'zod';
 import { AppError, isAppError } from '../../domain/errors.js';
 import type { ToolCallOutcome } from '../../operations/audit/tool-calls.js';
+import { callDetail, type AuditChange } from '../../operations/audit/decision.js';
 import type { BotActor, OpContext, Services } from '../../operations/context.js';
 import { checkAccess, dryRunReport, runChecked } from '../../operations/operation.js';
 import {
@@ -253,6 +254,8 @@ async function callTool(params: Params | undefined, cc: CallContext): Promise<st
   let dryRun = false;
   /** The key grant that refused the call, for the audit. */
   let grant: string | undefined;
+  /** What an update changes, noted for the audit of a key with grants (audit/decision.ts). */
+  const auditChange: AuditChange | undefined = cc.actor.grants ? {} : undefined;
   try {
     if (typeof name !== 'string') {
       throw new RpcError(INVALID_PARAMS, 'Invalid params: name must be a string (the tool to call)', {
@@ -352,7 +355,7 @@ async function callTool(params: Params | undefined, cc: CallContext): Promise<st
       }
     }
     if (dryRun) {
-      const ctx = { ...opContext(cc), dryRun: { events: [] } };
+      const ctx = { ...opContext(cc), dryRun: { events: [] }, auditChange };
       const value = await runChecked(tool.op, ctx, parsed.data);
       const report = dryRunReport(tool.op, ctx, callArgs, value);
       return dryRunResult(
@@ -369,7 +372,7 @@ async function callTool(params: Params | undefined, cc: CallContext): Promise<st
       { operation: tool.op.name, input: args },
       async (idempotency) => ({
         status: 200,
-        body: await runChecked(tool.op, { ...opContext(cc), idempotency }, parsed.data),
+        body: await runChecked(tool.op, { ...opContext(cc), idempotency, auditChange }, parsed.data),
       }),
     );
     return toolResult(
@@ -406,7 +409,7 @@ async function callTool(params: Params | undefined, cc: CallContext): Promise<st
       outcome,
       errorCode,
       ms,
-      grant !== undefined || dryRun ? { grant, dry_run: dryRun ? true : undefined } : undefined,
+      callDetail(!!cc.actor.grants, { grant, dryRun, errorCode, change: auditChange }),
     );
     // By the tools table's names only (an unknown name is not a label value: series stay bounded).
     cc.services.metrics.mcpToolCall(
