@@ -24,8 +24,6 @@ import * as m0016 from './migrations/0016_shared_rate_limits.js';
 import * as m0017 from './migrations/0017_presence.js';
 import * as m0018 from './migrations/0018_leases.js';
 import * as m0019 from './migrations/0019_key_grants.js';
-import * as m0020 from './migrations/0020_pending_actions.js';
-import * as m0021 from './migrations/0021_key_guardrails.js';
 import { startCheckpointer, type Checkpointer } from './sqlite-checkpointer.js';
 import { useNamedStatements } from './pg-statements.js';
 import { engineDialect, SqliteEngine } from './sqlite-engine.js';
@@ -57,6 +55,8 @@ export interface DatabaseHandle {
   schema?: string | undefined;
   /** PostgreSQL: the main pool's connections (metrics). */
   pool?: () => PoolUse;
+  /** PostgreSQL: the main pool itself (write transactions, storage/pg-deferred-transaction.ts). */
+  pgPool?: pg.Pool;
   close(): Promise<void>;
 }
 
@@ -83,8 +83,6 @@ const MIGRATIONS: Record<string, MigrationUp> = {
   '0017_presence': m0017.up,
   '0018_leases': m0018.up,
   '0019_key_grants': m0019.up,
-  '0020_pending_actions': m0020.up,
-  '0021_key_guardrails': m0021.up,
 };
 
 /**
@@ -202,6 +200,7 @@ export async function openPostgres(
     dialect: 'postgres',
     schema,
     readers,
+    pgPool: pool,
     pool: () => ({
       max: poolSize,
       used: pool.totalCount - pool.idleCount,

@@ -3,6 +3,7 @@ import { Stores } from './stores/index.js';
 import type { DatabaseHandle, Dialect, PoolUse } from './database.js';
 import { migrate, pingDatabase } from './database.js';
 import { engineTransaction } from './sqlite-engine.js';
+import { deferredTransaction } from './pg-deferred-transaction.js';
 import type { Progress } from './migrations/0002_search.js';
 import { SearchStore } from './stores/search.js';
 import { SharedRateBuckets } from './shared-rate-buckets.js';
@@ -48,8 +49,9 @@ export class Storage {
 
   /** Runs `fn` in one transaction: every change it makes commits together or not at all. */
   transaction<T>(fn: (stores: Stores) => Promise<T>): Promise<T> {
-    const { db, sqlite } = this.handle;
+    const { db, sqlite, pgPool } = this.handle;
     if (sqlite) return engineTransaction(db, sqlite, (trx) => fn(new Stores(trx)));
+    if (pgPool) return deferredTransaction(db, pgPool, (trx) => fn(new Stores(trx)));
     return db.transaction().execute((trx) => fn(new Stores(trx)));
   }
 

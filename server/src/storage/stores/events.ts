@@ -3,9 +3,12 @@ import type { Executor } from './executor.js';
 import { sql, type Selectable } from 'kysely';
 import { prepared } from './prepared.js';
 
-// Appended on every change: prepared once, not rebuilt.
-const INSERT = prepared((db, id: string, org_id: string, type: string, data: string, created_at: string) =>
-  db.insertInto('events').values({ id, org_id, type, data, created_at }),
+// Appended on every change: prepared once, not rebuilt; sent with the change's last statement on
+// PostgreSQL (storage/pg-deferred-transaction.ts).
+const INSERT = prepared(
+  (db, id: string, org_id: string, type: string, data: string, created_at: string) =>
+    db.insertInto('events').values({ id, org_id, type, data, created_at }),
+  { deferrable: true },
 );
 
 /** The transactional outbox. Appended inside the transaction of the change; read in `seq` order. */

@@ -41,6 +41,8 @@ const INSERT = prepared(
       edited_at,
       deleted_at,
     }),
+  // One statement with the outbox event on PostgreSQL (storage/pg-deferred-transaction.ts).
+  { deferrable: true },
 );
 
 // Read and changed on every edit and delete: prepared once, not rebuilt.

@@ -1,4 +1,5 @@
 import { CompiledQuery, type Compilable, type Kysely, type QueryResult } from 'kysely';
+import { markDeferrable } from '../pg-deferred-transaction.js';
 import { namePgStatement } from '../pg-statements.js';
 import { runNow } from '../sqlite-engine.js';
 import type { Executor } from './executor.js';
@@ -12,9 +13,14 @@ import type { Executor } from './executor.js';
  * equal a sentinel are replaced by the real arguments on each call. Arguments are strings, numbers
  * (passed to the builder as sentinel strings: use them only where they become parameters, e.g. limit)
  * or null.
+ *
+ * `deferrable`: a plain INSERT whose result nobody reads and whose error nobody catches at the call;
+ * inside a PostgreSQL write transaction it may be sent later, together with others, as one statement
+ * (storage/pg-deferred-transaction.ts).
  */
 export function prepared<A extends (string | number | null)[], R>(
   build: (db: Executor, ...args: A) => Compilable<R>,
+  opts: { deferrable?: boolean } = {},
 ) {
   // Keyed by the dialect adapter, shared by a Kysely instance and its transactions.
   const cache = new WeakMap<object, { sql: string; slots: (number | { fixed: unknown })[] }>();
@@ -31,6 +37,7 @@ export function prepared<A extends (string | number | null)[], R>(
       entry = { sql: compiled.sql, slots };
       cache.set(key, entry);
       namePgStatement(compiled.sql); // on PostgreSQL: parsed and planned once per connection
+      if (opts.deferrable) markDeferrable(compiled.sql);
     }
     const params = entry.slots.map((s) => (typeof s === 'number' ? args[s] : s.fixed));
     // On SQLite, run it right here when that is safe (see runNow; reads outside transactions may be
