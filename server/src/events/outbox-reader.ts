@@ -135,7 +135,10 @@ export class OutboxReader {
   /** Dead-lettered event ids this process has logged already (a trailing one is read again). */
   readonly #dead = new Set<string>();
   /** Rows found not to match their schema (by this reader, since it started): see "Dead letters". */
-  readonly stats = { deadLettered: 0 };
+  readonly stats = { deadLettered: 0, sharedReads: 0 };
+  /** Wakes so far, and the in-memory consumers' reads in flight since the last one (see #sharedRead). */
+  #wakes = 0;
+  readonly #reads = new Map<string, { wake: number; events: Promise<OutboxEvent[]> }>();
 
   constructor(
     private readonly storage: Storage,
@@ -357,7 +360,7 @@ export class OutboxReader {
           again = false;
           for (;;) {
             if (closed) return;
-            const events = await this.readAfter(cursor, batch);
+            const events = await this.#sharedRead(cursor, batch);
             if (events.length === 0) break;
             await handler(events);
             cursor = events[events.length - 1]!.position;
@@ -379,6 +382,28 @@ export class OutboxReader {
       closed = true;
       off();
     };
+  }
+
+  /**
+   * One read for the in-memory consumers that ask for the same page after the same wake (the live feed
+   * and the committed-events listeners both follow the head, so one wake had each read and parse the
+   * same rows). Shared only within one wake: a read started before a later wake may miss what that wake
+   * announced, so a consumer woken later reads again. Consumers must not change the events they get.
+   */
+  #sharedRead(position: number, limit: number): Promise<OutboxEvent[]> {
+    const key = `${position}:${limit}`;
+    const inFlight = this.#reads.get(key);
+    if (inFlight && inFlight.wake === this.#wakes) {
+      this.stats.sharedReads++;
+      return inFlight.events;
+    }
+    const entry = { wake: this.#wakes, events: this.readAfter(position, limit) };
+    this.#reads.set(key, entry);
+    const forget = () => {
+      if (this.#reads.get(key) === entry) this.#reads.delete(key);
+    };
+    entry.events.then(forget, forget);
+    return entry.events;
   }
 
   /** Numbers committed events now (PostgreSQL); resolves when done. Wakes consumers. */
@@ -441,6 +466,7 @@ export class OutboxReader {
   }
 
   #wake(): void {
+    this.#wakes++;
     for (const l of this.#listeners) {
       try {
         l();
