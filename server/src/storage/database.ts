@@ -24,6 +24,8 @@ import * as m0016 from './migrations/0016_shared_rate_limits.js';
 import * as m0017 from './migrations/0017_presence.js';
 import * as m0018 from './migrations/0018_leases.js';
 import * as m0019 from './migrations/0019_key_grants.js';
+import * as m0020 from './migrations/0020_pending_actions.js';
+import * as m0021 from './migrations/0021_key_guardrails.js';
 import { startCheckpointer, type Checkpointer } from './sqlite-checkpointer.js';
 import { useNamedStatements } from './pg-statements.js';
 import { engineDialect, SqliteEngine } from './sqlite-engine.js';
@@ -83,6 +85,8 @@ const MIGRATIONS: Record<string, MigrationUp> = {
   '0017_presence': m0017.up,
   '0018_leases': m0018.up,
   '0019_key_grants': m0019.up,
+  '0020_pending_actions': m0020.up,
+  '0021_key_guardrails': m0021.up,
 };
 
 /**
