@@ -337,6 +337,35 @@ describe('agent grants: guard rails', () => {
     );
   });
 
+  it("lists the bot's memberships for the grant editor: managers only, another organization's bot not found", async () => {
+    const dm = expectStatus(
+      await w.anon
+        .as((await keyWith({})).key)
+        .post(`/api/bots/${botId}/dm-messages`, { user_id: member.id, content: 'hi' }),
+      201,
+    );
+    const items = expectStatus(await owner.api.get(`/api/bots/${botId}/memberships`), 200).items as any[];
+    expect(
+      items
+        .filter((i) => i.kind === 'channel')
+        .map((i) => i.id)
+        .sort(),
+    ).toEqual([...chans].sort());
+    expect(items.some((i) => i.kind === 'project')).toBe(true);
+    const topic = items.find((i) => i.kind === 'topic');
+    expect(items.find((i) => i.id === topic.project_id)?.kind).toBe('project');
+    expect(items.find((i) => i.kind === 'dm_room')).toMatchObject({
+      id: dm.dm_room_id,
+      name: expect.stringContaining('DM with'),
+    });
+    // Another organization's admin: not found; a member who does not manage it: forbidden; bad id: 400.
+    expect((await other.api.get(`/api/bots/${botId}/memberships`)).status).toBe(404);
+    expect((await member.api.get(`/api/bots/${botId}/memberships`)).status).toBe(403);
+    expect((await owner.api.get('/api/bots/nope/memberships')).status).toBe(400);
+    // A bot key may not list them (users only).
+    expect((await w.anon.as((await keyWith({})).key).get(`/api/bots/${botId}/memberships`)).status).toBe(403);
+  });
+
   it('pause_on: { burst: false } turns the burst rule off; a key without grants has no guard rails', async () => {
     const off = await keyWith({ pause_on: { burst: false } });
     const bare = expectStatus(await owner.api.post(keysPath(), {}), 201);

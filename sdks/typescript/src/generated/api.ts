@@ -1071,6 +1071,23 @@ export interface paths {
     patch: operations['patch:/api/bots/{botId}/api-keys/{keyId}'];
     trace?: never;
   };
+  '/api/bots/{botId}/memberships': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** Channels, projects (with their topics) and DM rooms a bot you manage is a member of: what a key's containers grant may name */
+    get: operations['get:/api/bots/{botId}/memberships'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/api/builtin-bots': {
     parameters: {
       query?: never;
@@ -6919,6 +6936,43 @@ export interface operations {
             paused_at: string | null;
             /** @description why the key was paused */
             paused_reason: string | null;
+          };
+        };
+      };
+      400: components['responses']['Error'];
+      401: components['responses']['Error'];
+      403: components['responses']['Error'];
+      404: components['responses']['Error'];
+      429: components['responses']['Error'];
+    };
+  };
+  'get:/api/bots/{botId}/memberships': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        botId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Success */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            items: {
+              /** @enum {string} */
+              kind: 'channel' | 'project' | 'topic' | 'dm_room';
+              id: string;
+              /** @description the channel, project or topic name; for a DM room, its members */
+              name: string;
+              /** @description a topic's project; null otherwise */
+              project_id: string | null;
+            }[];
           };
         };
       };

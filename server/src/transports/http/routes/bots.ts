@@ -8,6 +8,7 @@ import {
   revokeApiKey,
   updateApiKey,
 } from '../../../operations/bots/keys.js';
+import { listBotMemberships } from '../../../operations/bots/memberships.js';
 import type { Route } from '../types.js';
 
 /** Bot management (user token) and bot authentication (bot key). */
@@ -22,6 +23,7 @@ export const botRoutes: Route[] = [
   { method: 'GET', path: '/api/bots/{botId}/api-keys', op: listApiKeys, tags: ['bot keys'] },
   { method: 'PATCH', path: '/api/bots/{botId}/api-keys/{keyId}', op: updateApiKey, tags: ['bot keys'] },
   { method: 'DELETE', path: '/api/bots/{botId}/api-keys/{keyId}', op: revokeApiKey, tags: ['bot keys'] },
+  { method: 'GET', path: '/api/bots/{botId}/memberships', op: listBotMemberships, tags: ['bot keys'] },
   // Built-in (system and platform) bots across every organization: system_admin (docs/BUILTIN-BOTS.md).
   { method: 'GET', path: '/api/builtin-bots', op: listBuiltinBots, tags: ['bots'] },
   { method: 'PATCH', path: '/api/builtin-bots/{key}', op: updateBuiltinBot, tags: ['bots'] },
