@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { execute } from '../src/operations/approvals/pending-actions.js';
 import { TestClock } from '../src/runtime/clock.js';
 import { expectStatus, type Api } from './helpers/client.js';
 import { rawMcp, rawSession } from './helpers/mcp.js';
@@ -120,9 +121,10 @@ describe('approval of a bot key’s calls', () => {
     expect(done.decided_by).toBe(owner.id);
     const card = await waitFor('card edited', async () => {
       const c = await cardOf(owner.api, pa.id);
-      return c.actions === null && c;
+      return c.content.includes('done.') && c;
     });
-    expect(card.content).toContain('Approved');
+    expect(card.actions).toBeNull();
+    expect(card.content).toContain('Approved by');
     // A third click answers the outcome, still one message.
     expect(expectStatus(await owner.api.post(`/api/pending-actions/${pa.id}/approve`, {}), 200).status).toBe(
       'executed',
@@ -144,8 +146,32 @@ describe('approval of a bot key’s calls', () => {
     ]);
     expect(clicks.map((c) => c.status)).toEqual([202, 202]);
     await waitFor('executed', async () => (await botView(pa.id)).status === 'executed');
-    await waitFor('card edited', async () => (await cardOf(owner.api, pa.id)).actions === null);
+    await waitFor('card edited', async () => (await cardOf(owner.api, pa.id)).content.includes('done.'));
     expect(await channelMessages(content)).toHaveLength(1);
+  });
+
+  it('an approval whose execution a crash cut off: two runs at once post once, and a restart finishes another', async () => {
+    const stores = () => srv.app.services.storage.stores;
+    const decideOnly = (id: string) =>
+      stores().pendingActions.decide(id, 'approved', owner.id, new Date(clock.now()).toISOString());
+    // The decision committed, the process died before the execution (the decision alone, here).
+    const one = uniq('race');
+    const a = expectStatus(await postAsBot(one), 202).pending_action;
+    expect(await decideOnly(a.id)).toBe(true);
+    expect(await decideOnly(a.id)).toBe(false);
+    expect(await channelMessages(one)).toHaveLength(0);
+    // The request and the sweeper (or two instances) run it at once: one write commits.
+    await Promise.all([execute(srv.app.services, a.id), execute(srv.app.services, a.id)]);
+    expect(await channelMessages(one)).toHaveLength(1);
+    expect((await botView(a.id)).status).toBe('executed');
+    // At the next start the sweeper runs what was approved and not executed, once.
+    const two = uniq('restart');
+    const b = expectStatus(await postAsBot(two), 202).pending_action;
+    expect(await decideOnly(b.id)).toBe(true);
+    await srv.restart();
+    await waitFor('executed after the restart', async () => (await botView(b.id)).status === 'executed');
+    expect(await channelMessages(two)).toHaveLength(1);
+    expect(await channelMessages(one)).toHaveLength(1);
   });
 
   it('reject: nothing is posted, the bot learns it, approving afterwards is a conflict', async () => {

@@ -377,7 +377,16 @@ async function decide(
     );
   }
   const to = decision === 'approve' ? 'approved' : 'rejected';
-  const won = await write(ctx, (tx) => tx.stores.pendingActions.decide(id, to, actor.userId, tx.now));
+  const won = await write(ctx, async (tx) => {
+    if (!(await tx.stores.pendingActions.decide(id, to, actor.userId, tx.now))) return false;
+    // The cards say at once that it is decided (their buttons go): the outcome follows (resolve).
+    if (to === 'approved') {
+      const decided = (await tx.stores.pendingActions.get(id))!;
+      const who = (await tx.stores.users.get(actor.userId))?.display_name ?? actor.userId;
+      await editCards(tx, decided, `⏳ Approved by ${who} at ${tx.now}: running…`);
+    }
+    return true;
+  });
   if (!won) {
     let now = await stores.pendingActions.get(id);
     if (now?.status === 'pending' && now.expires_at <= services.clock.nowIso()) {
@@ -576,6 +585,32 @@ const OUTCOME: Record<string, string> = {
   failed: '⚠️ Approved, but it failed',
 };
 
+/** Edits the approvers' cards of a pending action to show `outcome` (their buttons removed). */
+async function editCards(tx: WriteTx, row: PendingActionRow, outcome: string): Promise<void> {
+  const cards = (json(row.cards) as { message_id: string }[] | null) ?? [];
+  if (cards.length === 0) return;
+  const view = await viewOf(tx.stores, row);
+  const bot = await tx.stores.bots.get(row.bot_id);
+  for (const c of cards) {
+    const m = await tx.stores.messages.get(c.message_id);
+    if (!m) continue;
+    const updated = {
+      ...m,
+      content: cardText(row, view, bot?.name ?? 'bot', outcome),
+      content_html: null,
+      actions: null,
+      edited_at: tx.now,
+    };
+    await tx.stores.messages.update(m.id, updated);
+    tx.emit('message.updated', m.org_id, {
+      ...messageEventData(updated),
+      previous_content: m.content,
+      edited_by_type: 'bot',
+      edited_by_id: m.sender_id,
+    });
+  }
+}
+
 /**
  * Tells the outcome, once (a compare-and-set on resolved_at in the same transaction): the cards are
  * edited to say who decided and what happened (their buttons removed), and the bot gets
@@ -585,32 +620,13 @@ export async function resolve(services: Services, id: string): Promise<void> {
   await write(outsideRequest(services), async (tx) => {
     if (!(await tx.stores.pendingActions.markResolved(id, tx.now))) return;
     const row = (await tx.stores.pendingActions.get(id))!;
-    const view = await viewOf(tx.stores, row);
     const decider = row.decided_by ? await tx.stores.users.get(row.decided_by) : undefined;
-    const bot = await tx.stores.bots.get(row.bot_id);
     const by = decider ? ` by ${decider.display_name}` : '';
     const outcome =
       `${OUTCOME[row.status] ?? row.status}${row.status === 'expired' ? '' : by}` +
       (row.decided_at ? ` at ${row.decided_at}` : '') +
       (row.status === 'executed' ? ': done.' : row.status === 'failed' ? `: ${row.error ?? ''}` : '.');
-    for (const c of (json(row.cards) as { message_id: string }[] | null) ?? []) {
-      const m = await tx.stores.messages.get(c.message_id);
-      if (!m) continue;
-      const updated = {
-        ...m,
-        content: cardText(row, view, bot?.name ?? 'bot', outcome),
-        content_html: null,
-        actions: null,
-        edited_at: tx.now,
-      };
-      await tx.stores.messages.update(m.id, updated);
-      tx.emit('message.updated', m.org_id, {
-        ...messageEventData(updated),
-        previous_content: m.content,
-        edited_by_type: 'bot',
-        edited_by_id: m.sender_id,
-      });
-    }
+    await editCards(tx, row, outcome);
     tx.emit('pending_action.resolved', row.org_id, {
       pending_action_id: row.id,
       bot_id: row.bot_id,
