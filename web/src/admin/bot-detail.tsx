@@ -3,6 +3,7 @@ import { api, describe, ok } from '../api/client';
 import type { ApiKey, Bot, BotCommand, GrantTool, KeyGrants, NewApiKey, Scope } from '../api/types';
 import { BotForm } from './bot-form';
 import { Deliveries } from './deliveries';
+import { KeyGrantsEditor, PausedKey } from './key-grants';
 import { GRANT_TOOLS, SCOPES } from './lists';
 import { ToolCalls } from './tool-calls';
 
@@ -114,6 +115,7 @@ function ApiKeys({ bot }: { bot: Bot }) {
   const [fresh, setFresh] = useState<NewApiKey | null>(null);
   const [copied, setCopied] = useState(false);
   const [revoking, setRevoking] = useState<string | null>(null);
+  const [editingGrants, setEditingGrants] = useState<string | null>(null);
   // Grants (docs/API.md, "Agent grants"): nothing picked or typed means no grant of that kind.
   const [tools, setTools] = useState<Set<GrantTool>>(new Set());
   const [approval, setApproval] = useState<Set<GrantTool>>(new Set());
@@ -315,6 +317,11 @@ function ApiKeys({ bot }: { bot: Bot }) {
           </button>
         </div>
       </form>
+      {keys
+        ?.filter((k) => k.paused_at !== null && k.state === 'active')
+        .map((k) => (
+          <PausedKey key={k.id} botId={bot.id} apiKey={k} onResumed={reload} />
+        ))}
       {keys !== null && keys.length > 0 && (
         <div class="table-wrap">
           <table>
@@ -352,8 +359,17 @@ function ApiKeys({ bot }: { bot: Bot }) {
                   <td class="wide">{when(k.last_used_at)}</td>
                   <td>{k.use_count}</td>
                   <td>{when(k.expires_at)}</td>
-                  <td>{k.state}</td>
+                  <td>{k.state === 'active' && k.paused_at !== null ? 'paused' : k.state}</td>
                   <td>
+                    {k.state === 'active' && revoking !== k.id && (
+                      <button
+                        type="button"
+                        aria-label={`Edit grants of ${k.key_prefix}`}
+                        onClick={() => setEditingGrants(editingGrants === k.id ? null : k.id)}
+                      >
+                        Edit grants
+                      </button>
+                    )}
                     {k.state === 'active' &&
                       (revoking === k.id ? (
                         <span class="buttons">
@@ -395,6 +411,20 @@ function ApiKeys({ bot }: { bot: Bot }) {
           </table>
         </div>
       )}
+      {keys
+        ?.filter((k) => k.id === editingGrants && k.state === 'active')
+        .map((k) => (
+          <KeyGrantsEditor
+            key={k.id}
+            botId={bot.id}
+            apiKey={k}
+            onCancel={() => setEditingGrants(null)}
+            onSaved={async () => {
+              setEditingGrants(null);
+              await reload();
+            }}
+          />
+        ))}
     </section>
   );
 }
@@ -414,8 +444,18 @@ function grantsText(g: ApiKey['grants']): string {
   if (g.read_only) parts.push('read-only');
   if (g.containers) parts.push(`${g.containers.length} container${g.containers.length === 1 ? '' : 's'}`);
   if (g.writes_per_hour !== undefined) parts.push(`${g.writes_per_hour} writes/hour`);
+  if (g.writes_per_day !== undefined) parts.push(`${g.writes_per_day} writes/day`);
   if (g.approval?.length) parts.push(`approval: ${g.approval.join(', ')}`);
   if (g.mentions_all === false) parts.push('no @all/@here');
+  if (g.confirm?.length) parts.push(`confirm: ${g.confirm.join(', ')}`);
+  if (g.pause_on?.budget === false) parts.push('no budget pause');
+  else if (g.pause_on?.budget)
+    parts.push(
+      `pause after ${g.pause_on.budget.refusals} refusals in ${g.pause_on.budget.window_minutes} min`,
+    );
+  if (g.pause_on?.burst === false) parts.push('no burst pause');
+  else if (g.pause_on?.burst)
+    parts.push(`pause at ${g.pause_on.burst.targets} places in ${g.pause_on.burst.window_minutes} min`);
   return parts.join('; ') || 'none';
 }
 

@@ -51,9 +51,10 @@ export function ToolCalls({ botId }: { botId: string }) {
     <section aria-labelledby="tool-calls-title" class="sub">
       <h3 id="tool-calls-title">MCP tool calls</h3>
       <p class="muted">
-        Every MCP tools/call made with this bot's keys: the tool, its outcome and duration, the grant that
-        refused it or a dry run; also REST calls refused by a key's grants and changes of grants. Arguments
-        and results are never recorded.
+        Every MCP tools/call made with this bot's keys: the tool, its outcome and duration, the grants'
+        decision (allowed, or the grant that refused it) and a dry run; for a key with grants also its REST
+        writes, and the fields an update changed (before → after). Changes of grants, and keys paused or
+        resumed, are here too. Other arguments and results are never recorded.
       </p>
       <form
         class="filters"
@@ -113,6 +114,9 @@ export function ToolCalls({ botId }: { botId: string }) {
                   <th scope="col">Outcome</th>
                   <th scope="col">Error</th>
                   <th scope="col">Grant</th>
+                  <th scope="col" class="wide">
+                    Change
+                  </th>
                   <th scope="col">Duration</th>
                   <th scope="col" class="wide">
                     Key
@@ -132,7 +136,8 @@ export function ToolCalls({ botId }: { botId: string }) {
                       {OUTCOME[c.outcome]}
                     </td>
                     <td>{c.error_code ?? '—'}</td>
-                    <td>{grantNote(c.detail)}</td>
+                    <td>{grantNote(c.tool, c.detail)}</td>
+                    <td class="wide">{c.tool === 'grants.set' ? '' : changeNote(c.detail)}</td>
                     <td>{c.duration_ms} ms</td>
                     <td class="wide">
                       <code>{keys.get(c.key_id)?.key_prefix ?? c.key_id.slice(0, 8)}…</code>
@@ -153,13 +158,42 @@ export function ToolCalls({ botId }: { botId: string }) {
   );
 }
 
-/** The audit's detail in a few words: the refusing grant, a dry run, or a change of a key's grants. */
-function grantNote(d: Record<string, unknown> | null): string {
+/** The grants' decision as the audit records it (server/src/operations/audit/decision.ts). */
+const DECISION: Record<string, string> = {
+  allowed: 'allowed',
+  pending_approval: 'held for approval',
+  confirmation_asked: "asked the agent's user",
+  declined: "declined by the agent's user",
+};
+
+/**
+ * The audit's detail in a few words: the grants' decision (allowed, or the refusing grant), a dry run,
+ * a change of a key's grants, a pause (by a guard rail or a manager) or a resume.
+ */
+function grantNote(tool: string, d: Record<string, unknown> | null): string {
   if (d === null) return '—';
   const parts: string[] = [];
-  if (typeof d.grant === 'string') parts.push(`refused by ${d.grant}`);
+  if (tool === 'key.paused')
+    parts.push(d.surface === 'guardrail' ? `paused by guard rail ${String(d.grant)}` : 'paused by a manager');
+  else if (tool === 'key.resumed') parts.push('resumed by a manager');
+  else if (typeof d.grant === 'string' && (d.decision === undefined || d.decision === 'refused'))
+    parts.push(`refused by ${d.grant}`);
+  else if (typeof d.decision === 'string') parts.push(DECISION[d.decision] ?? d.decision);
   if (d.dry_run === true) parts.push('dry run');
   if (d.surface === 'rest') parts.push('REST');
-  if (d.surface === 'admin') parts.push(d.after === null ? 'grants cleared' : 'grants set');
+  if (d.surface === 'admin' && tool === 'grants.set')
+    parts.push(d.after === null ? 'grants cleared' : 'grants set');
   return parts.join(', ') || '—';
 }
+
+/** An update's changed fields, "field: before → after" (the audit keeps at most 500 characters each). */
+function changeNote(d: Record<string, unknown> | null): string {
+  if (d === null || d.after === null || typeof d.after !== 'object' || typeof d.before !== 'object')
+    return '';
+  const before = (d.before ?? {}) as Record<string, unknown>;
+  return Object.entries(d.after as Record<string, unknown>)
+    .map(([k, v]) => `${k}: ${show(before[k])} → ${show(v)}`)
+    .join('; ');
+}
+const show = (v: unknown): string =>
+  v === null || v === undefined ? '∅' : typeof v === 'string' ? `"${v}"` : JSON.stringify(v);
