@@ -4,7 +4,7 @@
  * throughputs with the ratio against the reference measured in the same run.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -89,6 +89,32 @@ export async function startReference(mode: 'rest' | 'jsonrpc'): Promise<ServerPr
   );
 }
 
+/**
+ * The PostgreSQL reference: bare node:http + JSON parse + one prepared insert on a pg pool of 10, in a
+ * schema of its own on `databaseUrl` (dropped by stop()).
+ */
+export async function startPgReference(databaseUrl: string): Promise<ServerProcess> {
+  const port = await freePort();
+  const schema = `wr_ref_${process.pid}_${port}`;
+  const srv = await spawnServer(
+    process.execPath,
+    [join(ROOT, 'bench/reference-server-pg.mjs')],
+    { DATABASE_URL: databaseUrl, REF_SCHEMA: schema, PORT: String(port) },
+    async (url) => (await fetch(url, { method: 'POST', body: '{}' })).status > 0,
+    port,
+  );
+  return {
+    ...srv,
+    async stop() {
+      await srv.stop();
+      const client = new pg.Client({ connectionString: databaseUrl });
+      await client.connect();
+      await client.query(`drop schema if exists "${schema}" cascade`);
+      await client.end();
+    },
+  };
+}
+
 export const BENCH_ADMIN = { email: 'bench@workroom.local', password: 'bench-password-1' };
 
 /**
@@ -101,7 +127,9 @@ export async function startWorkroom(
   const port = await freePort();
   const dataDir = mkdtempSync(join(tmpdir(), 'wr-bench-'));
   // On PostgreSQL (env DATABASE_URL): a schema of its own, dropped afterwards.
-  const schema = env.DATABASE_URL ? `wr_bench_${process.pid}_${port}` : undefined;
+  // A schema given in env (several instances on one database) is left for the caller to drop.
+  const given = env.WORKROOM_DATABASE_SCHEMA;
+  const schema = env.DATABASE_URL && !given ? `wr_bench_${process.pid}_${port}` : undefined;
   if (schema) env = { ...env, WORKROOM_DATABASE_SCHEMA: schema };
   const srv = await spawnServer(
     process.execPath,
@@ -154,6 +182,10 @@ export interface LoadOptions {
   warmupMs?: number;
   /** Status that counts as success; default 2xx. */
   ok?: (status: number) => boolean;
+  /** The server's process id (or several): their CPU time during the measured run is reported per request. */
+  pid?: number | number[];
+  /** Another CPU clock (ms) read around the measured run, reported per request as `otherCpuMsPerRequest`. */
+  otherCpu?: () => number;
 }
 
 export interface LoadResult {
@@ -162,6 +194,25 @@ export interface LoadResult {
   rps: number;
   p50ms: number;
   p99ms: number;
+  /** The server's CPU time (user + system) per successful request, when `pid` was given. */
+  cpuMsPerRequest?: number;
+  /** `otherCpu`'s time per successful request, when given. */
+  otherCpuMsPerRequest?: number;
+}
+
+/** A process's CPU time so far in ms (user + system, from /proc; Linux only), or NaN. */
+export function cpuMsOf(pid: number | number[] | undefined): number {
+  if (pid === undefined) return NaN;
+  if (Array.isArray(pid)) return pid.reduce((sum, p) => sum + cpuMsOf(p), 0);
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // Fields after the command name (which may contain spaces) start at state; utime and stime are
+    // fields 14 and 15, in clock ticks (100 per second on Linux).
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return ((Number(f[11]) + Number(f[12])) * 1000) / 100;
+  } catch {
+    return NaN;
+  }
 }
 
 /**
@@ -213,6 +264,8 @@ async function loadWrk(o: LoadOptions): Promise<LoadResult> {
       { encoding: 'utf8' },
     );
   run(Math.max(1, Math.round((o.warmupMs ?? 1000) / 1000)));
+  const cpu0 = cpuMsOf(o.pid);
+  const other0 = o.otherCpu?.() ?? NaN;
   const r = run(
     Math.max(1, Math.round((o.durationMs ?? Number(process.env.BENCH_DURATION_MS ?? 5000)) / 1000)),
   );
@@ -231,10 +284,14 @@ async function loadWrk(o: LoadOptions): Promise<LoadResult> {
   const errors = non2xx + (socketErrors ? socketErrors.slice(1).reduce((a, b) => a + Number(b), 0) : 0);
   const rps = num(/Requests\/sec:\s+([\d.]+)/) * (total > 0 ? (total - non2xx) / total : 1);
   if (non2xx > 0) console.error(`  wrk: ${non2xx} non-2xx responses`);
+  const cpuMs = cpuMsOf(o.pid) - cpu0;
+  const otherMs = (o.otherCpu?.() ?? NaN) - other0;
   return {
     requests: total - non2xx,
     errors,
     rps,
+    cpuMsPerRequest: o.pid === undefined ? undefined : cpuMs / Math.max(1, total - non2xx),
+    otherCpuMsPerRequest: o.otherCpu === undefined ? undefined : otherMs / Math.max(1, total - non2xx),
     p50ms: ms(/50%\s+([\d.]+)(us|ms|s)/),
     p99ms: ms(/99%\s+([\d.]+)(us|ms|s)/),
   };
@@ -278,6 +335,8 @@ async function loadUndici(o: LoadOptions): Promise<LoadResult> {
   );
   const lat: number[] = [];
   const counts = { n: 0, e: 0 };
+  const cpu0 = cpuMsOf(o.pid);
+  const other0 = o.otherCpu?.() ?? NaN;
   const t0 = performance.now();
   const duration = o.durationMs ?? Number(process.env.BENCH_DURATION_MS ?? 5000);
   await Promise.all(Array.from({ length: connections }, () => run(t0 + duration, true, lat, counts)));
@@ -286,11 +345,22 @@ async function loadUndici(o: LoadOptions): Promise<LoadResult> {
   lat.sort((a, b) => a - b);
   const pct = (p: number) => lat[Math.min(lat.length - 1, Math.floor(lat.length * p))] ?? 0;
   if (firstError) console.error(`  first error: ${firstError}`);
-  return { requests: counts.n, errors: counts.e, rps: counts.n / elapsed, p50ms: pct(0.5), p99ms: pct(0.99) };
+  const cpuMs = cpuMsOf(o.pid) - cpu0;
+  const otherMs = (o.otherCpu?.() ?? NaN) - other0;
+  return {
+    requests: counts.n,
+    errors: counts.e,
+    rps: counts.n / elapsed,
+    p50ms: pct(0.5),
+    p99ms: pct(0.99),
+    cpuMsPerRequest: o.pid === undefined ? undefined : cpuMs / Math.max(1, counts.n),
+    otherCpuMsPerRequest: o.otherCpu === undefined ? undefined : otherMs / Math.max(1, counts.n),
+  };
 }
 
 export function fmt(r: LoadResult): string {
-  return `${r.rps.toFixed(0).padStart(7)} req/s  p50 ${r.p50ms.toFixed(2)} ms  p99 ${r.p99ms.toFixed(2)} ms  errors ${r.errors}`;
+  const cpu = r.cpuMsPerRequest === undefined ? '' : `  cpu ${(r.cpuMsPerRequest * 1000).toFixed(0)} µs/req`;
+  return `${r.rps.toFixed(0).padStart(7)} req/s  p50 ${r.p50ms.toFixed(2)} ms  p99 ${r.p99ms.toFixed(2)} ms  errors ${r.errors}${cpu}`;
 }
 
 /** Prints one comparison table: every row's throughput and its ratio to the first (the reference). */
@@ -298,7 +368,11 @@ export function report(title: string, rows: [string, LoadResult][]): void {
   const ref = rows[0]![1];
   console.log(`\n${title}`);
   for (const [name, r] of rows) {
-    console.log(`  ${name.padEnd(44)} ${fmt(r)}  ratio ${(r.rps / ref.rps).toFixed(2)}`);
+    const cpuRatio =
+      r.cpuMsPerRequest && ref.cpuMsPerRequest
+        ? `  cpu ratio ${(ref.cpuMsPerRequest / r.cpuMsPerRequest).toFixed(2)}`
+        : '';
+    console.log(`  ${name.padEnd(44)} ${fmt(r)}  ratio ${(r.rps / ref.rps).toFixed(2)}${cpuRatio}`);
   }
 }
 
