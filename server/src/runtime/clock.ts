@@ -37,10 +37,24 @@ export interface Clock {
   clearTimeout(t: ClockTimer | undefined): void;
 }
 
+/** `nowIso` of a clock: formatted once per millisecond (a write stamps several rows and events). */
+function isoOf(now: () => number): () => string {
+  let ms = NaN;
+  let iso = '';
+  return () => {
+    const t = now();
+    if (t !== ms) {
+      ms = t;
+      iso = new Date(t).toISOString();
+    }
+    return iso;
+  };
+}
+
 /** The real clock: Date.now() and Node's timers (unref'd). */
 export const systemClock: Clock = {
   now: () => Date.now(),
-  nowIso: () => new Date().toISOString(),
+  nowIso: isoOf(() => Date.now()),
   setTimeout(fn, ms) {
     const t = setTimeout(fn, Math.max(0, ms));
     t.unref();
