@@ -152,7 +152,10 @@ describe('people, roles and departments', () => {
 
   it('is not offered to members, who see bots only', async () => {
     const { ctx, page } = await adminPage(member, '/admin/people');
-    expect(await page.getByRole('navigation', { name: 'Administration pages' }).count()).toBe(0);
+    // Their navigation has Bots and Approvals (a member may own a bot), never People.
+    const nav = page.getByRole('navigation', { name: 'Administration pages' });
+    await nav.getByRole('link', { name: 'Approvals' }).waitFor();
+    expect(await nav.getByRole('link', { name: /People/ }).count()).toBe(0);
     await page.getByRole('heading', { name: 'Bots', level: 2, exact: true }).waitFor();
     expect(await page.getByRole('region', { name: 'People' }).count()).toBe(0);
     await ctx.close();

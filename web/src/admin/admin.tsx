@@ -5,6 +5,7 @@ import './admin.css';
 import { api, describe, ok } from '../api/client';
 import type { Bot, BuiltinBot, Organization } from '../api/types';
 import { TopBar } from '../topbar';
+import { Approvals } from './approvals';
 import { BotDetail } from './bot-detail';
 import { BotForm } from './bot-form';
 import { BuiltinBotDetail, BuiltinBots, isBuiltin, orgCount } from './builtin';
@@ -13,16 +14,23 @@ import { IncomingWebhooks } from './incoming-webhooks';
 // The people page is its own chunk too: most visits to /admin are about bots.
 const People = lazy(() => import('./people').then((m) => ({ default: m.People })));
 
-type Page = 'bots' | 'people';
-const pageOf = (): Page => (location.pathname.startsWith('/admin/people') ? 'people' : 'bots');
-const PAGES: { page: Page; path: string; label: string }[] = [
+type Page = 'bots' | 'people' | 'approvals';
+const pageOf = (): Page =>
+  location.pathname.startsWith('/admin/people')
+    ? 'people'
+    : location.pathname.startsWith('/admin/approvals')
+      ? 'approvals'
+      : 'bots';
+const PAGES: { page: Page; path: string; label: string; adminOnly?: boolean }[] = [
   { page: 'bots', path: '/admin', label: 'Bots' },
-  { page: 'people', path: '/admin/people', label: 'People and departments' },
+  { page: 'approvals', path: '/admin/approvals', label: 'Approvals' },
+  { page: 'people', path: '/admin/people', label: 'People and departments', adminOnly: true },
 ];
 
 /**
- * The administration screen: bots (/admin) and, for administrators, the organization's people,
- * roles and departments (/admin/people). What a person may do is the server's decision (403
+ * The administration screen: bots (/admin), the approvals queue of bots' held calls
+ * (/admin/approvals) and, for administrators, the organization's people, roles and departments
+ * (/admin/people). What a person may do is the server's decision (403
  * answers are shown as they come).
  */
 export function Admin({ shell }: { shell: Shell }) {
@@ -34,16 +42,17 @@ export function Admin({ shell }: { shell: Shell }) {
   }, []);
   const role = shell.session.user.role;
   const isAdmin = role === 'system_admin' || role === 'org_admin' || role === 'dept_admin';
-  const shown = isAdmin ? page : 'bots';
+  // Approvals are for whoever owns a bot (or is named on a key's grants), not only administrators.
+  const shown = isAdmin || page === 'approvals' ? page : 'bots';
 
   return (
     <div class="app admin">
       <TopBar shell={shell} here="admin" />
       <main class="admin-main" aria-labelledby="admin-title">
         <h1 id="admin-title">Administration</h1>
-        {isAdmin && (
+        {
           <nav aria-label="Administration pages" class="admin-nav">
-            {PAGES.map((p) => (
+            {PAGES.filter((p) => isAdmin || !p.adminOnly).map((p) => (
               <a
                 key={p.page}
                 href={p.path}
@@ -58,8 +67,10 @@ export function Admin({ shell }: { shell: Shell }) {
               </a>
             ))}
           </nav>
-        )}
-        {shown === 'people' ? (
+        }
+        {shown === 'approvals' ? (
+          <Approvals />
+        ) : shown === 'people' ? (
           <Suspense fallback={<p class="loading">Loading…</p>}>
             <People shell={shell} />
           </Suspense>
