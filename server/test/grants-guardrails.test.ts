@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectStatus } from './helpers/client.js';
+import { TokenBucketLimiter } from '../src/domain/token-bucket.js';
 import { FrozenClock } from './helpers/frozen-clock.js';
 import { rawMcp, rawSession } from './helpers/mcp.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
@@ -20,6 +21,21 @@ const META = {
   'io.modelcontextprotocol/clientCapabilities': {},
   'io.modelcontextprotocol/clientInfo': { name: 'guardrails-test', version: '1' },
 };
+
+describe('token buckets in memory: a slow bucket outlives the sweep of fast ones', () => {
+  it("a spent day's budget is not forgotten when 10,000 fast buckets are swept", () => {
+    let t = 0;
+    const limiter = new TokenBucketLimiter(() => t);
+    const perDay = 2 / 86_400;
+    expect(limiter.take('day', perDay, 2).allowed).toBe(true);
+    expect(limiter.take('day', perDay, 2).allowed).toBe(true);
+    expect(limiter.take('day', perDay, 2).allowed).toBe(false);
+    for (let i = 0; i < 10_000; i++) limiter.take(`fast-${i}`, 10, 10);
+    t += 60_000; // every fast bucket is full again; the day's has refilled 0.0014 of a token
+    limiter.take('fast-trigger', 10, 10); // sweeps
+    expect(limiter.take('day', perDay, 2).allowed).toBe(false);
+  });
+});
 
 describe('agent grants: guard rails', () => {
   // Buckets refill and windows pass only when the test moves this clock.
@@ -132,6 +148,11 @@ describe('agent grants: guard rails', () => {
     // Over MCP the same: refused naming the day's grant.
     const m = await mcpCall('modern', k.key, 'send_message', { channel_id: chans[0], content: 'mcp day' });
     expect(m.result.content[0].text).toMatch(/^Error \(write_budget_exceeded\).*writes_per_day/);
+    // Two hours on, the shared buckets' pruning (PostgreSQL; untouched for an hour) keeps the day's.
+    clock.advance(2 * HOUR);
+    await srv.app.services.storage.sharedRateBuckets?.prune(clock.now() - HOUR);
+    const still = await send(k.key, chans[0]!, 'day 6');
+    expect([still.status, still.body.error?.grant]).toEqual([429, 'writes_per_day']);
     clock.advance(24 * HOUR);
     expectStatus(await send(k.key, chans[0]!, 'next day'), 201);
     // The key was never paused (pause_on.budget: false).

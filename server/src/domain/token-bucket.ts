@@ -39,6 +39,8 @@ export interface RateLimiter {
 interface Bucket {
   tokens: number;
   at: number;
+  /** Milliseconds an empty bucket takes to fill (its own rate: a day for a key's writes_per_day). */
+  fillMs: number;
 }
 
 export class TokenBucketLimiter implements RateLimiter {
@@ -61,7 +63,7 @@ export class TokenBucketLimiter implements RateLimiter {
     const b = this.#refilled(key, perSecond, burst, t);
     const allowed = b.tokens >= need;
     if (allowed && cost > 0) b.tokens -= need;
-    this.#sweep(t, burst, perSecond);
+    this.#sweep(t);
     return {
       allowed,
       limit: burst,
@@ -80,21 +82,24 @@ export class TokenBucketLimiter implements RateLimiter {
   #refilled(key: string, perSecond: number, burst: number, t: number): Bucket {
     let b = this.#buckets.get(key);
     if (!b) {
-      b = { tokens: burst, at: t };
+      b = { tokens: burst, at: t, fillMs: (burst / perSecond) * 1000 };
       this.#buckets.set(key, b);
     } else {
       // A clock stepped backwards (the system clock is epoch time) refills nothing, and takes nothing.
       b.tokens = Math.min(burst, b.tokens + (Math.max(0, t - b.at) / 1000) * perSecond);
       b.at = t;
+      b.fillMs = (burst / perSecond) * 1000;
     }
     return b;
   }
 
-  /** Forgets buckets that have refilled completely (they behave exactly like new ones). */
-  #sweep(t: number, burst: number, perSecond: number): void {
+  /**
+   * Forgets buckets that have refilled completely (they behave exactly like new ones), each by its own
+   * rate: a slow bucket (a day's write budget) is not forgotten when a fast one would be full.
+   */
+  #sweep(t: number): void {
     if (this.#buckets.size < 10_000 || t - this.#lastSweep < 10_000) return;
     this.#lastSweep = t;
-    const fullAfterMs = (burst / perSecond) * 1000;
-    for (const [k, b] of this.#buckets) if (t - b.at > fullAfterMs) this.#buckets.delete(k);
+    for (const [k, b] of this.#buckets) if (t - b.at > b.fillMs) this.#buckets.delete(k);
   }
 }

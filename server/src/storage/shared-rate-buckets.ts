@@ -1,6 +1,9 @@
 import { sql } from 'kysely';
 import type { Executor } from './stores/executor.js';
 
+/** The keys of the buckets of a key's grants (operations/guardrails.ts), which refill over up to a day. */
+export const GRANT_BUCKET_PREFIX = 'grant-';
+
 /** What one round trip to a shared bucket gave: tokens granted (0 when refused) and tokens left in it. */
 export interface SharedTake {
   granted: number;
@@ -37,10 +40,13 @@ export class SharedRateBuckets {
 
   /**
    * Removes buckets untouched since `beforeMs`: full again by then at any rate the server uses (the
-   * slowest, sign-in per address and account, refills in 5 minutes), so they behave as new ones.
+   * slowest, sign-in per address and account, refills in 5 minutes), so they behave as new ones —
+   * except a key's grant buckets (`grant-…`: writes_per_day, the guard rails' windows of up to a day),
+   * kept until a day after `beforeMs`: pruned earlier, a spent day's budget would be whole again.
    */
   async prune(beforeMs: number): Promise<number> {
-    const r = await sql`delete from rate_limit_buckets where at_ms < ${beforeMs}`.execute(this.db);
+    const r = await sql`delete from rate_limit_buckets where at_ms < ${beforeMs}
+      and (key not like ${`${GRANT_BUCKET_PREFIX}%`} or at_ms < ${beforeMs - 86_400_000})`.execute(this.db);
     return Number(r.numAffectedRows ?? 0);
   }
 }
