@@ -69,6 +69,38 @@ describe('outbox reader', () => {
     }
   }, 90_000);
 
+  it('consumers following the head share one read per wake, and each still gets every event once', async () => {
+    const w = await World.create(srv.url);
+    const channel = await w.channel(w.admin.api);
+    const start = await reader.head();
+    const seen: OutboxEvent[][] = [[], [], []];
+    const offs = seen.map((list, i) =>
+      reader.subscribe(`shared-${i}`, start, (events) => {
+        list.push(...events);
+        return Promise.resolve();
+      }),
+    );
+    const shared0 = reader.stats.sharedReads;
+    const ids: string[] = [];
+    for (let i = 0; i < 30; i++) {
+      const r = await w.admin.api.post(`/api/channels/${channel}/messages`, { content: `s${i}` });
+      ids.push(expectStatus(r, 201).id as string);
+    }
+    const created = (list: OutboxEvent[]) =>
+      list
+        .filter((e) => e.type === 'message.created')
+        .map((e) => (JSON.parse(e.dataJson) as { message_id: string }).message_id)
+        .filter((id) => ids.includes(id));
+    for (const list of seen) await expect.poll(() => created(list).length, { timeout: 30_000 }).toBe(30);
+    for (const off of offs) off();
+    for (const list of seen) {
+      expect(created(list)).toEqual(ids); // once each, in order
+      expect(list.map((e) => e.position)).toEqual(seen[0]!.map((e) => e.position));
+    }
+    // Three consumers at one cursor: the second and third share the first one's read.
+    expect(reader.stats.sharedReads - shared0).toBeGreaterThanOrEqual(30);
+  }, 90_000);
+
   describe.runIf(process.env.DATABASE_URL)('PostgreSQL: commits in reverse seq order', () => {
     let a: pg.Client;
     let b: pg.Client;
