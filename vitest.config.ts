@@ -4,9 +4,14 @@ import SlowFirstSequencer from './server/test/helpers/sequencer.js';
 /**
  * Test files run in the SQLite run (the README's `npm test`) and not again when DATABASE_URL points at
  * PostgreSQL, because the database is not what they test: pure logic (parsing, rendering, time
- * arithmetic, signatures), HTTP framing before any request reaches an operation (fuzz-raw), and the
+ * arithmetic, signatures), HTTP framing before any request reaches an operation (fuzz-raw), the
  * process's own lifecycle (cli-start: signals, exit codes, help; starting on PostgreSQL is tested by
- * ops-safe-start, process, cluster and cluster-crash).
+ * ops-safe-start, process, cluster and cluster-crash), MCP version negotiation (mcp-versions: the
+ * handshake and headers; tool calls on PostgreSQL are in mcp-protocol, mcp-modern and mcp-sdk), files
+ * generated from the schemas (openapi-committed, events-generated), the outbound client's address rules
+ * (outbound-ssrf, webhook-refusal-hint), what the server holds for strangers before any credential is
+ * checked (hardening-memory), the live stream's timers (realtime-heartbeat), the HTML sanitizer's image
+ * rule (message-images) and the production install's imports (ops-production-deps).
  */
 const ONCE = [
   'clock',
@@ -18,6 +23,15 @@ const ONCE = [
   'webhook-sign',
   'fuzz-raw',
   'cli-start',
+  'mcp-versions',
+  'openapi-committed',
+  'events-generated',
+  'outbound-ssrf',
+  'webhook-refusal-hint',
+  'hardening-memory',
+  'realtime-heartbeat',
+  'message-images',
+  'ops-production-deps',
 ];
 
 export default defineConfig({
