@@ -112,6 +112,17 @@ describe('emitted events match the catalogue', () => {
     );
     expectStatus(await owner.api.post(`/api/bots/${bot.id}/webhook/test`), 202);
 
+    // A call held for approval (pending_action.created), rejected (pending_action.resolved to the bot).
+    const held = expectStatus(
+      await owner.api.post(`/api/bots/${bot.id}/api-keys`, { grants: { approval: ['send_message'] } }),
+      201,
+    );
+    const pending = expectStatus(
+      await w.anon.as(held.key).post(`/api/channels/${channel}/messages`, { content: 'held' }),
+      202,
+    );
+    expectStatus(await owner.api.post(`/api/pending-actions/${pending.pending_action.id}/reject`), 200);
+
     // An MCP session ended with DELETE (mcp.session_ended, for the other instances).
     const session = (await rawSession(srv.url, bot.key))!;
     expect((await rawMcp(srv.url, { key: bot.key, session, method: 'DELETE' })).status).toBe(204);

@@ -2529,6 +2529,13 @@ export interface operations {
           };
         };
       };
+      /** @description Held for approval (a bot key whose grant `approval` names the tool behind this call): `{ "status": "pending_approval", "pending_action": … }` (the pending action as GET /api/bots/me/pending-actions/{pendingActionId} answers it); nothing was done yet, it runs once an approver approves it (docs/API.md, "Approval") */
+      202: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
       400: components['responses']['Error'];
       401: components['responses']['Error'];
       403: components['responses']['Error'];
@@ -2619,6 +2626,13 @@ export interface operations {
             created_at: string;
           };
         };
+      };
+      /** @description Held for approval (a bot key whose grant `approval` names the tool behind this call): `{ "status": "pending_approval", "pending_action": … }` (the pending action as GET /api/bots/me/pending-actions/{pendingActionId} answers it); nothing was done yet, it runs once an approver approves it (docs/API.md, "Approval") */
+      202: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
       };
       400: components['responses']['Error'];
       401: components['responses']['Error'];
@@ -3250,6 +3264,13 @@ export interface operations {
             }[];
           };
         };
+      };
+      /** @description Held for approval (a bot key whose grant `approval` names the tool behind this call): `{ "status": "pending_approval", "pending_action": … }` (the pending action as GET /api/bots/me/pending-actions/{pendingActionId} answers it); nothing was done yet, it runs once an approver approves it (docs/API.md, "Approval") */
+      202: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
       };
       400: components['responses']['Error'];
       401: components['responses']['Error'];
@@ -3933,6 +3954,13 @@ export interface operations {
           };
         };
       };
+      /** @description Held for approval (a bot key whose grant `approval` names the tool behind this call): `{ "status": "pending_approval", "pending_action": … }` (the pending action as GET /api/bots/me/pending-actions/{pendingActionId} answers it); nothing was done yet, it runs once an approver approves it (docs/API.md, "Approval") */
+      202: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
       400: components['responses']['Error'];
       401: components['responses']['Error'];
       403: components['responses']['Error'];
@@ -4045,6 +4073,13 @@ export interface operations {
           };
         };
       };
+      /** @description Held for approval (a bot key whose grant `approval` names the tool behind this call): `{ "status": "pending_approval", "pending_action": … }` (the pending action as GET /api/bots/me/pending-actions/{pendingActionId} answers it); nothing was done yet, it runs once an approver approves it (docs/API.md, "Approval") */
+      202: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
       400: components['responses']['Error'];
       401: components['responses']['Error'];
       403: components['responses']['Error'];
@@ -4130,6 +4165,13 @@ export interface operations {
             }[];
           };
         };
+      };
+      /** @description Held for approval (a bot key whose grant `approval` names the tool behind this call): `{ "status": "pending_approval", "pending_action": … }` (the pending action as GET /api/bots/me/pending-actions/{pendingActionId} answers it); nothing was done yet, it runs once an approver approves it (docs/API.md, "Approval") */
+      202: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
       };
       400: components['responses']['Error'];
       401: components['responses']['Error'];
@@ -4243,6 +4285,13 @@ export interface operations {
           };
         };
       };
+      /** @description Held for approval (a bot key whose grant `approval` names the tool behind this call): `{ "status": "pending_approval", "pending_action": … }` (the pending action as GET /api/bots/me/pending-actions/{pendingActionId} answers it); nothing was done yet, it runs once an approver approves it (docs/API.md, "Approval") */
+      202: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
       400: components['responses']['Error'];
       401: components['responses']['Error'];
       403: components['responses']['Error'];
@@ -4328,6 +4377,13 @@ export interface operations {
             }[];
           };
         };
+      };
+      /** @description Held for approval (a bot key whose grant `approval` names the tool behind this call): `{ "status": "pending_approval", "pending_action": … }` (the pending action as GET /api/bots/me/pending-actions/{pendingActionId} answers it); nothing was done yet, it runs once an approver approves it (docs/API.md, "Approval") */
+      202: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
       };
       400: components['responses']['Error'];
       401: components['responses']['Error'];
@@ -4440,6 +4496,13 @@ export interface operations {
             deleted_at: string | null;
           };
         };
+      };
+      /** @description Held for approval (a bot key whose grant `approval` names the tool behind this call): `{ "status": "pending_approval", "pending_action": … }` (the pending action as GET /api/bots/me/pending-actions/{pendingActionId} answers it); nothing was done yet, it runs once an approver approves it (docs/API.md, "Approval") */
+      202: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
       };
       400: components['responses']['Error'];
       401: components['responses']['Error'];
@@ -5086,6 +5149,13 @@ export interface operations {
           };
         };
       };
+      /** @description Held for approval (a bot key whose grant `approval` names the tool behind this call): `{ "status": "pending_approval", "pending_action": … }` (the pending action as GET /api/bots/me/pending-actions/{pendingActionId} answers it); nothing was done yet, it runs once an approver approves it (docs/API.md, "Approval") */
+      202: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
       400: components['responses']['Error'];
       401: components['responses']['Error'];
       403: components['responses']['Error'];
@@ -5160,6 +5230,13 @@ export interface operations {
             updated_at: string;
           };
         };
+      };
+      /** @description Held for approval (a bot key whose grant `approval` names the tool behind this call): `{ "status": "pending_approval", "pending_action": … }` (the pending action as GET /api/bots/me/pending-actions/{pendingActionId} answers it); nothing was done yet, it runs once an approver approves it (docs/API.md, "Approval") */
+      202: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
       };
       400: components['responses']['Error'];
       401: components['responses']['Error'];
@@ -5276,6 +5353,13 @@ export interface operations {
             updated_at: string;
           };
         };
+      };
+      /** @description Held for approval (a bot key whose grant `approval` names the tool behind this call): `{ "status": "pending_approval", "pending_action": … }` (the pending action as GET /api/bots/me/pending-actions/{pendingActionId} answers it); nothing was done yet, it runs once an approver approves it (docs/API.md, "Approval") */
+      202: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
       };
       400: components['responses']['Error'];
       401: components['responses']['Error'];
@@ -5660,6 +5744,13 @@ export interface operations {
             }[];
           };
         };
+      };
+      /** @description Held for approval (a bot key whose grant `approval` names the tool behind this call): `{ "status": "pending_approval", "pending_action": … }` (the pending action as GET /api/bots/me/pending-actions/{pendingActionId} answers it); nothing was done yet, it runs once an approver approves it (docs/API.md, "Approval") */
+      202: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
       };
       400: components['responses']['Error'];
       401: components['responses']['Error'];

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { EVENT_CATALOGUE, INTERNAL_EVENT_TYPES } from '../../domain/events.js';
+import { toolOf } from '../../domain/grants.js';
 import { HTTP_STATUS } from '../kit/errors.js';
 import { camelToSnake } from '../kit/io.js';
 import { isOpRoute, type Route } from './types.js';
@@ -114,6 +115,16 @@ export function buildOpenApi(routes: Route[], serverUrl: string): Record<string,
           },
           ...errorResponses,
           ...(r.idempotent ? { 409: { $ref: '#/components/responses/Error' } } : {}),
+          // A bot key whose grants hold this tool for a human's approval gets 202 (docs/API.md, "Approval").
+          // Described, not typed: the SDKs' return types stay the call's own result.
+          ...(toolOf(r.op.name) && r.op.actors.includes('bot')
+            ? {
+                202: {
+                  description:
+                    'Held for approval (a bot key whose grant `approval` names the tool behind this call): `{ "status": "pending_approval", "pending_action": … }` (the pending action as GET /api/bots/me/pending-actions/{pendingActionId} answers it); nothing was done yet, it runs once an approver approves it (docs/API.md, "Approval")',
+                },
+              }
+            : {}),
           ...(r.responses ?? {}),
         },
       };
