@@ -160,7 +160,13 @@ export default tseslint.config(
   {
     // Type-aware rules for the server's, the SDK's and the web app's sources: a promise nobody awaits or
     // handles can reject into nowhere (an unhandled rejection ends the process; in the page, it is lost).
-    files: ['server/src/**/*.ts', 'sdks/typescript/src/**/*.ts', 'web/src/**/*.ts', 'web/src/**/*.tsx'],
+    files: [
+      'server/src/**/*.ts',
+      'sdks/typescript/src/**/*.ts',
+      'sdks/testing/src/**/*.ts',
+      'web/src/**/*.ts',
+      'web/src/**/*.tsx',
+    ],
     languageOptions: { parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname } },
     rules: {
       '@typescript-eslint/no-floating-promises': 'error',
@@ -179,6 +185,7 @@ export default tseslint.config(
       'bench/**',
       'scripts/**',
       'sdks/typescript/test/**',
+      'sdks/testing/test/**',
       'examples/**',
       'web/test/**',
     ],
