@@ -248,6 +248,63 @@ describe('approval of a bot key’s calls', () => {
     expect(await channelMessages(content)).toHaveLength(0);
   });
 
+  it('create_task held, then approved: the task is created once, as the bot', async () => {
+    const { projectId, topicId } = await w.project(owner.api);
+    expectStatus(await owner.api.post(`/api/projects/${projectId}/members`, { bot_id: botId }), 201);
+    const title = uniq('held task');
+    const pa = expectStatus(
+      await bot().post(`/api/topics/${topicId}/tasks`, { title, priority: 'high' }),
+      202,
+    ).pending_action;
+    expect(pa.summary).toContain(title);
+    expect((await cardOf(owner.api, pa.id)).content).toContain('priority: "high"');
+    const tasks = async () =>
+      expectStatus(await owner.api.get(`/api/topics/${topicId}/tasks`), 200).items.filter(
+        (t: any) => t.title === title,
+      );
+    expect(await tasks()).toHaveLength(0);
+    const r = expectStatus(await owner.api.post(`/api/pending-actions/${pa.id}/approve`, {}), 200);
+    expect(r).toMatchObject({ status: 'executed', result: { title, priority: 'high' } });
+    expect(await tasks()).toHaveLength(1);
+  });
+
+  it('approvers named on the grant get the card and may decide', async () => {
+    const named = await w.user({
+      organization_id: (await owner.api.get('/api/auth/me')).body.org_id,
+      role: 'member',
+    });
+    const k = expectStatus(
+      await owner.api.post(`/api/bots/${botId}/api-keys`, {
+        grants: { approval: ['send_message'], approvers: [named.id] },
+      }),
+      201,
+    );
+    const content = uniq('named');
+    const pa = expectStatus(
+      await w.anon.as(k.key).post(`/api/channels/${chan}/messages`, { content }),
+      202,
+    ).pending_action;
+    const card = await cardOf(named.api, pa.id);
+    expect(card.content).toContain(content);
+    expect((await cardOf(owner.api, pa.id)).content).toContain(content);
+    expect(
+      expectStatus(await named.api.get('/api/pending-actions'), 200).items.map((x: any) => x.id),
+    ).toEqual([pa.id]);
+    // Another member still may not.
+    expectStatus(await member.api.post(`/api/pending-actions/${pa.id}/approve`, {}), 403);
+    expect(expectStatus(await named.api.post(`/api/pending-actions/${pa.id}/approve`, {}), 200).status).toBe(
+      'executed',
+    );
+    expect(await channelMessages(content)).toHaveLength(1);
+    // Bad approver ids are refused when the grant is set.
+    expectStatus(
+      await owner.api.post(`/api/bots/${botId}/api-keys`, {
+        grants: { approval: ['send_message'], approvers: ['x'] },
+      }),
+      400,
+    );
+  });
+
   describe('MCP', () => {
     async function approveAndWait(id: string) {
       expectStatus(await owner.api.post(`/api/pending-actions/${id}/approve`, {}), 200);

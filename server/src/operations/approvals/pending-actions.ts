@@ -511,6 +511,11 @@ async function keyActor(services: Services, row: PendingActionRow): Promise<BotA
     keyId: key.id,
     scopes: key.scopes === null ? null : (JSON.parse(key.scopes) as string[]),
     grants: activeGrants(key.grants ?? null),
+    // A key paused by a guard rail since (operations/guardrails.ts) is refused like any call of it.
+    paused:
+      key.paused_at === null || key.paused_at === undefined
+        ? null
+        : { at: key.paused_at, reason: key.paused_reason ?? 'paused' },
   };
 }
 
