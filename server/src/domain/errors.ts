@@ -20,7 +20,7 @@ export const ERROR_CODES = [
   'rate_limited',
   'quota_exceeded', // the organization or user is at a quota (WORKROOM_QUOTA_*); the message names it
   'grant_denied', // the bot key's grants do not allow this (tools, read_only, mentions_all); details.grant names it
-  'approval_required', // the key's grant says this tool needs approval (not supported yet: nothing was done)
+  'approval_required', // the key's grant says this tool needs approval and this path cannot hold the call (REST and MCP hold it: docs/API.md "Approval")
   'confirmation_required', // the key's grant says the agent's user must confirm this tool's calls (MCP 2026-07-28 elicitation)
   'write_budget_exceeded', // the key's writes_per_hour budget is spent; retry after details.retryAfterSeconds
   'key_paused', // a guard rail (or a manager) paused the bot key; details.paused says when and why

@@ -117,7 +117,7 @@ export function checkStaticGrants(op: Operation, g: ActiveGrants, dryRun: boolea
   if (!dryRun && g.approvalOperations.has(op.name)) {
     throw new AppError(
       'approval_required',
-      `The tool ${toolOf(op.name) ?? op.name} needs approval under this API key's grants (grant approval); approval is not supported yet, so nothing was done`,
+      `The tool ${toolOf(op.name) ?? op.name} needs approval under this API key's grants (grant approval); this path cannot hold it for approval, so nothing was done`,
       { grant: 'approval' },
     );
   }

@@ -296,7 +296,7 @@ function ApiKeys({ bot }: { bot: Bot }) {
             onInput={(e) => setPerHour(e.currentTarget.value)}
           />
           <fieldset>
-            <legend>Tools that need approval (not supported yet: refused)</legend>
+            <legend>Tools that need approval (held until a person approves)</legend>
             <div class="checks">
               {GRANT_TOOLS.map((t) => (
                 <label key={t} class="check">
