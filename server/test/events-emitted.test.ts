@@ -162,6 +162,14 @@ describe('emitted events match the catalogue', () => {
 
     // The ones not in the outbox, in what was delivered; and every delivered body against its schema.
     await expect.poll(() => rx.at(url).some((b) => b.json.event_type === 'webhook.test')).toBe(true);
+    // The outcome of the held call reached the bot's webhook, without a subscription.
+    await expect
+      .poll(() => rx.at(url).find((b) => b.json.event_type === 'pending_action.resolved')?.json.data)
+      .toMatchObject({
+        pending_action_id: pending.pending_action.id,
+        status: 'rejected',
+        decided_by: owner.id,
+      });
     for (const b of rx.at(url).concat(rx.at(goneUrl))) {
       const type = String(b.json.event_type);
       expect(isEventType(type), type).toBe(true);
