@@ -180,6 +180,10 @@ export async function startApp(
     botSockets.usePresence(lifecycle.add(bots));
   }
   leader.every(BLOB_SWEEP_EVERY_MS, () => blobs.sweep()); // uploads a crash cut short
+  // The burst rule's window of recent texts (operations/guardrails.ts): nothing reads rows a day old.
+  leader.every(600_000, () =>
+    storage.stores.keyRecentTexts.prune(new Date(clock.now() - 86_400_000).toISOString()),
+  );
   const buckets = storage.sharedRateBuckets;
   if (buckets) {
     leader.every(600_000, () => buckets.prune(clock.now() - 3_600_000)); // untouched for an hour

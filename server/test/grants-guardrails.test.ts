@@ -395,4 +395,13 @@ describe('agent grants: guard rails', () => {
     expect((await keyView(off.id)).paused_at).toBeNull();
     expect((await keyView(bare.id)).paused_at).toBeNull();
   });
+
+  it("the burst window's rows are pruned by the leader once a day old", async () => {
+    const db = srv.app.services.storage.stores.db;
+    const count = async () =>
+      Number((await sql<{ n: number }>`select count(*) as n from key_recent_texts`.execute(db)).rows[0]!.n);
+    expect(await count()).toBeGreaterThan(0); // the sends above, all of the last day
+    clock.advance(24 * HOUR + 600_000); // the leader's pruning runs every 10 minutes of the clock
+    await expect.poll(count).toBe(0);
+  });
 });

@@ -15,6 +15,7 @@ import type { IdempotencyClaim } from './idempotency.js';
 import type { MetricsHooks } from '../metrics/hooks.js';
 import type { ReadinessCheck } from '../metrics/health.js';
 import type { ActiveGrants } from '../domain/grants.js';
+import type { Stores } from '../storage/stores/index.js';
 import type { AuditChange } from './audit/decision.js';
 
 /** Who is calling: a signed-in user or a bot with an API key. */
@@ -100,6 +101,12 @@ export interface OpContext {
    * back, their events are recorded here instead of emitted, and no write budget is spent.
    */
   dryRun?: DryRun | undefined;
+  /**
+   * Runs inside the operation's write transaction, after its change (the burst rule's record of a
+   * send, operations/guardrails.ts): so that it costs no commit of its own and exists only if the
+   * change does.
+   */
+  inWrite?: ((stores: Stores, now: string) => Promise<void>) | undefined;
   /** Set when the call is audited with its changes (a key with grants): an update notes them here. */
   auditChange?: AuditChange | undefined;
 }

@@ -3,6 +3,7 @@ import { AppError } from '../domain/errors.js';
 import type { ActiveGrants } from '../domain/grants.js';
 import { newId } from '../domain/ids.js';
 import type { NotificationRow } from '../storage/schema.js';
+import type { Stores } from '../storage/stores/index.js';
 import type { BotActor, OpContext, Services } from './context.js';
 import { outsideRequest, write } from './write.js';
 
@@ -18,7 +19,7 @@ import { outsideRequest, write } from './write.js';
  *   `targets` distinct channels, topics, DM rooms or users within `window_minutes` (default 5 in 10)
  *   pauses the key; the send that would reach the `targets`-th is refused and nothing is written. The
  *   window is in the database (key_recent_texts: one row per key, text hash and target), so that it
- *   holds across instances: one indexed read before a send and one upsert after it.
+ *   holds across instances: one indexed read before a send and one upsert in its transaction.
  *
  * A paused key is refused with 403 key_paused (when, why, how to resume) on every operation but
  * `bots.auth` until a manager of the bot resumes it (PATCH api-keys `{ "paused": false }`). The pause
@@ -138,15 +139,10 @@ export function textHash(text: string): string {
   return createHash('sha256').update(norm).digest('base64url').slice(0, 22);
 }
 
-/** Rows of a key are pruned about once in this many recorded sends. */
-const PRUNE_EVERY = 64;
-/** The longest window a rule may have (pause_on.burst.window_minutes ≤ 1440). */
-const LONGEST_WINDOW_MS = 1440 * 60_000;
-
 /**
  * The burst rule, before a send: refuses (and pauses the key) when this text already went to
- * targets − 1 other targets within the window. Returns what records the send once it succeeded, or
- * undefined when the rule does not apply (a dry run records nothing).
+ * targets − 1 other targets within the window. Returns what records the send in its write
+ * transaction, or undefined when the rule does not apply (a dry run records nothing).
  */
 export async function checkBurst(
   ctx: OpContext,
@@ -154,7 +150,7 @@ export async function checkBurst(
   g: ActiveGrants,
   opName: string,
   input: unknown,
-): Promise<(() => Promise<void>) | undefined> {
+): Promise<((tx: Stores, now: string) => Promise<void>) | undefined> {
   const rule = g.pauseOnBurst;
   if (!rule) return undefined;
   const subject = burstSubject(opName, input);
@@ -177,11 +173,9 @@ export async function checkBurst(
     throw keyPausedError(actor, await pauseKey(services, actor, reason, 'burst'));
   }
   if (ctx.dryRun) return undefined;
-  return async () => {
-    const at = services.clock.nowIso();
-    await stores.touch(actor.keyId, hash, subject.target, at);
-    if (Math.random() < 1 / PRUNE_EVERY)
-      await stores.prune(actor.keyId, new Date(Date.parse(at) - LONGEST_WINDOW_MS).toISOString());
+  // Run in the send's write transaction (write.ts): no commit of its own, and only if the send commits.
+  return async (tx: Stores, at: string) => {
+    await tx.keyRecentTexts.touch(actor.keyId, hash, subject.target, at);
   };
 }
 

@@ -3,6 +3,7 @@ import { AppError } from '../domain/errors.js';
 import { scopesAllow, type Scope } from '../domain/scopes.js';
 import { MENTIONS_ALL_RE, toolOf, type ActiveGrants } from '../domain/grants.js';
 import type { Actor, OpContext } from './context.js';
+import type { Stores } from '../storage/stores/index.js';
 import { checkBurst, checkNotPaused, takeWriteBudgets } from './guardrails.js';
 import { callDetail, GRANT_REFUSALS } from './audit/decision.js';
 
@@ -134,13 +135,14 @@ export function checkStaticGrants(op: Operation, g: ActiveGrants, dryRun: boolea
  * The grants that depend on the input (mentions_all), the burst rule and the write budgets
  * (guardrails.ts), checked once the input is valid. Returns a function that gives the budget tokens
  * back (when the operation then fails), or undefined when none was taken. A dry run only asks whether
- * a token is there. `done`, when given, receives what records a successful write (the burst window).
+ * a token is there. `done`, when given, receives what records the write in its own transaction (the
+ * burst window).
  */
 export async function checkInputGrants(
   op: Operation,
   ctx: OpContext,
   input: unknown,
-  done?: (record: () => Promise<void>) => void,
+  done?: (inWrite: (stores: Stores, now: string) => Promise<void>) => void,
 ): Promise<(() => Promise<void>) | undefined> {
   const { actor } = ctx;
   if (actor.kind !== 'bot' || !actor.grants) return undefined;
@@ -164,20 +166,17 @@ export async function checkInputGrants(
 export async function runChecked<O>(op: Operation<z.ZodType, O>, ctx: OpContext, input: unknown): Promise<O> {
   if (ctx.dryRun && !op.dryRun)
     throw new AppError('invalid_input', `${op.name} has no dry run`, { field: 'dry_run' });
-  let record: (() => Promise<void>) | undefined;
-  const giveBack = await checkInputGrants(op as Operation, ctx, input, (r) => (record = r));
-  if (!giveBack && !record) return op.run(ctx, input);
-  let out: O;
+  let inWrite: ((stores: Stores, now: string) => Promise<void>) | undefined;
+  const giveBack = await checkInputGrants(op as Operation, ctx, input, (r) => (inWrite = r));
+  // The burst rule's record of a send is written in the send's own transaction (write.ts).
+  const run = inWrite ? { ...ctx, inWrite } : ctx;
+  if (!giveBack) return op.run(run, input);
   try {
-    out = await op.run(ctx, input);
+    return await op.run(run, input);
   } catch (err) {
-    await giveBack?.().catch(() => undefined);
+    await giveBack().catch(() => undefined);
     throw err;
   }
-  await record?.().catch((err: unknown) =>
-    ctx.services.log.warn({ err }, 'could not record a send for the burst rule'),
-  );
-  return out;
 }
 
 export async function runOperation<S extends z.ZodType, O>(

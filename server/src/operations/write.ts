@@ -22,7 +22,7 @@ export interface WriteTx {
  * services alone are not accepted: an operation cannot lose its claim by passing `ctx.services`.
  */
 export type WriteContext = Pick<OpContext, 'services' | 'idempotency'> &
-  Partial<Pick<OpContext, 'actor' | 'dryRun'>>;
+  Partial<Pick<OpContext, 'actor' | 'dryRun' | 'inWrite'>>;
 
 /** Thrown inside a dry run's transaction to roll it back (never escapes `write`). */
 const ROLLBACK = Symbol('dry run rollback');
@@ -54,6 +54,7 @@ export async function write<T>(ctx: WriteContext, fn: (tx: WriteTx) => Promise<T
         published.push(publishedEvent(id, type, orgId, data, now));
       },
     });
+    await ctx.inWrite?.(stores, now);
     await stores.events.append(pending);
     await completeInWrite(stores, value, claim);
     return value;

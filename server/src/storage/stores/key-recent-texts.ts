@@ -19,8 +19,8 @@ const touch = prepared((db, keyId: string, textHash: string, targetId: string, a
 
 /**
  * The burst rule's window (operations/guardrails.ts): for each key, the hash of each normalized text
- * it sent and the targets it went to, with the last time. Rows older than the longest window are
- * pruned per key now and then; nothing else reads them.
+ * it sent and the targets it went to, with the last time. Rows older than the longest window (a day)
+ * are pruned by the leader every 10 minutes (app.ts).
  */
 export class KeyRecentTextStore {
   constructor(private readonly db: Executor) {}
@@ -35,12 +35,9 @@ export class KeyRecentTextStore {
     await touch(this.db, keyId, textHash, targetId, at);
   }
 
-  /** Forgets the key's rows last touched before `before`. */
-  async prune(keyId: string, before: string): Promise<void> {
-    await this.db
-      .deleteFrom('key_recent_texts')
-      .where('key_id', '=', keyId)
-      .where('at', '<', before)
-      .execute();
+  /** Forgets the rows last touched before `before` (by the index on `at`): how many. */
+  async prune(before: string): Promise<number> {
+    const r = await this.db.deleteFrom('key_recent_texts').where('at', '<', before).executeTakeFirst();
+    return Number(r.numDeletedRows);
   }
 }
