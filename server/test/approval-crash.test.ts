@@ -32,6 +32,8 @@ describe('approval across a server crash', () => {
     ).key;
     const agent = s.w.anon.as(key);
     const killedBeforePost: boolean[] = [];
+    /** Rounds whose message the restarted server posted (its executed_at after the restart began). */
+    let byRestarted = 0;
 
     for (let round = 0; round < ROUNDS; round++) {
       const content = uniq('crash');
@@ -64,6 +66,7 @@ describe('approval across a server crash', () => {
       await click;
       live.ws.terminate();
       killedBeforePost.push(!postedBeforeKill);
+      const restartedAt = new Date().toISOString();
       await s.start();
       const view = await waitFor('executed after the restart', async () => {
         const v = expectStatus(await agent.get(`/api/bots/me/pending-actions/${pa.id}`), 200);
@@ -74,10 +77,11 @@ describe('approval across a server crash', () => {
       );
       expect(posted).toHaveLength(1);
       expect(view.result.id).toBe(posted[0].id);
+      if (view.executed_at >= restartedAt) byRestarted++;
     }
     // What the rounds exercised (the kill races the post; the property holds either way).
     console.log(
-      `approval crash rounds: killed before the post seen live in ${killedBeforePost.filter(Boolean).length} of ${ROUNDS}`,
+      `approval crash rounds: killed before the post seen live in ${killedBeforePost.filter(Boolean).length} of ${ROUNDS}; posted by the restarted server in ${byRestarted} of ${ROUNDS}`,
     );
   });
 });
