@@ -4,6 +4,7 @@ import type { ActiveGrants } from '../domain/grants.js';
 import { newId } from '../domain/ids.js';
 import type { NotificationRow } from '../storage/schema.js';
 import type { Stores } from '../storage/stores/index.js';
+import type { KeyRecentTextStore } from '../storage/stores/key-recent-texts.js';
 import type { BotActor, OpContext, Services } from './context.js';
 import { outsideRequest, write } from './write.js';
 
@@ -19,7 +20,7 @@ import { outsideRequest, write } from './write.js';
  *   `targets` distinct channels, topics, DM rooms or users within `window_minutes` (default 5 in 10)
  *   pauses the key; the send that would reach the `targets`-th is refused and nothing is written. The
  *   window is in the database (key_recent_texts: one row per key, text hash and target), so that it
- *   holds across instances: one indexed read before a send and one upsert in its transaction.
+ *   holds across instances: one indexed read and one upsert in the send's own transaction.
  *
  * A paused key is refused with 403 key_paused (when, why, how to resume) on every operation but
  * `bots.auth` until a manager of the bot resumes it (PATCH api-keys `{ "paused": false }`). The pause
@@ -139,10 +140,19 @@ export function textHash(text: string): string {
   return createHash('sha256').update(norm).digest('base64url').slice(0, 22);
 }
 
+/** Thrown inside a send's transaction when the send would trip the burst rule (rolls it back). */
+class BurstTripped extends Error {
+  constructor(readonly reason: string) {
+    super(reason);
+  }
+}
+
 /**
- * The burst rule, before a send: refuses (and pauses the key) when this text already went to
- * targets − 1 other targets within the window. Returns what records the send in its write
- * transaction, or undefined when the rule does not apply (a dry run records nothing).
+ * The burst rule of a send. A real send gets what runs inside its write transaction (write.ts): it
+ * reads the window and, when this text already went to targets − 1 other targets, throws (the send is
+ * rolled back; `burstRefusal` then pauses the key), else records the send — one read and one upsert,
+ * no commit of their own. A dry run reads the window outside and says whether the real call would
+ * pause the key. Undefined when the rule does not apply.
  */
 export async function checkBurst(
   ctx: OpContext,
@@ -155,28 +165,42 @@ export async function checkBurst(
   if (!rule) return undefined;
   const subject = burstSubject(opName, input);
   if (!subject) return undefined;
-  const { services } = ctx;
-  const stores = services.storage.stores.keyRecentTexts;
   const hash = textHash(subject.text);
-  const since = new Date(Date.parse(services.clock.nowIso()) - rule.windowMs).toISOString();
-  const others = (await stores.targetsSince(actor.keyId, hash, since)).filter((t) => t !== subject.target);
-  if (others.length + 1 >= rule.targets) {
+  const tripped = async (texts: KeyRecentTextStore, now: string): Promise<string | null> => {
+    const since = new Date(Date.parse(now) - rule.windowMs).toISOString();
+    const others = (await texts.targetsSince(actor.keyId, hash, since)).filter((t) => t !== subject.target);
+    if (others.length + 1 < rule.targets) return null;
     const minutes = Math.round(rule.windowMs / 60_000);
-    const reason = `it sent the same text to ${others.length + 1} different channels, topics, DM rooms or users within ${minutes} min (guard rail pause_on.burst: ${rule.targets})`;
+    return `it sent the same text to ${others.length + 1} different channels, topics, DM rooms or users within ${minutes} min (guard rail pause_on.burst: ${rule.targets})`;
+  };
+  if (ctx.dryRun) {
     // A dry run changes nothing: it says that the real call would be refused and pause the key.
-    if (ctx.dryRun)
+    const reason = await tripped(ctx.services.storage.stores.keyRecentTexts, ctx.services.clock.nowIso());
+    if (reason !== null)
       throw new AppError(
         'grant_denied',
         `This call would pause this API key: ${reason}. Nothing was done (dry run)`,
-        { grant: 'pause_on.burst' },
+        {
+          grant: 'pause_on.burst',
+        },
       );
-    throw keyPausedError(actor, await pauseKey(services, actor, reason, 'burst'));
+    return undefined;
   }
-  if (ctx.dryRun) return undefined;
-  // Run in the send's write transaction (write.ts): no commit of its own, and only if the send commits.
-  return async (tx: Stores, at: string) => {
-    await tx.keyRecentTexts.touch(actor.keyId, hash, subject.target, at);
+  return async (tx: Stores, now: string) => {
+    const reason = await tripped(tx.keyRecentTexts, now);
+    if (reason !== null) throw new BurstTripped(reason);
+    await tx.keyRecentTexts.touch(actor.keyId, hash, subject.target, now);
   };
+}
+
+/**
+ * What a failed write of a key with grants answers: when the burst rule stopped it (inside its
+ * transaction, so nothing was written), the key is paused and the call refused with key_paused;
+ * any other error as it is.
+ */
+export async function burstRefusal(ctx: OpContext, err: unknown): Promise<unknown> {
+  if (!(err instanceof BurstTripped) || ctx.actor.kind !== 'bot') return err;
+  return keyPausedError(ctx.actor, await pauseKey(ctx.services, ctx.actor, err.reason, 'burst'));
 }
 
 /**

@@ -4,7 +4,7 @@ import { scopesAllow, type Scope } from '../domain/scopes.js';
 import { MENTIONS_ALL_RE, toolOf, type ActiveGrants } from '../domain/grants.js';
 import type { Actor, OpContext } from './context.js';
 import type { Stores } from '../storage/stores/index.js';
-import { checkBurst, checkNotPaused, takeWriteBudgets } from './guardrails.js';
+import { burstRefusal, checkBurst, checkNotPaused, takeWriteBudgets } from './guardrails.js';
 import { callDetail, GRANT_REFUSALS } from './audit/decision.js';
 
 export type ActorKind = Actor['kind'];
@@ -169,13 +169,12 @@ export async function runChecked<O>(op: Operation<z.ZodType, O>, ctx: OpContext,
   let inWrite: ((stores: Stores, now: string) => Promise<void>) | undefined;
   const giveBack = await checkInputGrants(op as Operation, ctx, input, (r) => (inWrite = r));
   // The burst rule's record of a send is written in the send's own transaction (write.ts).
-  const run = inWrite ? { ...ctx, inWrite } : ctx;
-  if (!giveBack) return op.run(run, input);
+  if (!giveBack && !inWrite) return op.run(ctx, input);
   try {
-    return await op.run(run, input);
+    return await op.run(inWrite ? { ...ctx, inWrite } : ctx, input);
   } catch (err) {
-    await giveBack().catch(() => undefined);
-    throw err;
+    await giveBack?.().catch(() => undefined);
+    throw await burstRefusal(ctx, err);
   }
 }
 
