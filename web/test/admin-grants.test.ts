@@ -83,9 +83,12 @@ describe('administration screen: agent grants', () => {
       session,
       body: { jsonrpc: '2.0', id: 1, method: 'tools/list', params: {} },
     });
+    // The granted tools, and get_pending_action: a key with an approval grant can always ask how a held
+    // call ended (docs/MCP.md, "Approval").
     expect((list.body.result.tools as { name: string }[]).map((t) => t.name)).toEqual([
       'send_message',
       'read_messages',
+      'get_pending_action',
     ]);
     // The audit shows the change of grants and a call the grants refused.
     await rawMcp(server.url, {
