@@ -24,12 +24,14 @@ export const SLOW_FIRST = [
   'socket-delivery-crash', // ~21-33 / ~26-53 s (server processes, 5 kills, 20 dropped sockets)
   'fuzz-raw', // ~22 s
   'standup-crash', // ~20 s (server processes on a test clock)
+  'approval-crash', // server processes, three SIGKILLs between an approval and its post
   'scheduler-process', // ~15 / ~21 s (real clock: the scheduler's seam)
   'hardening', // ~12 / ~15 s
   'search-budget', // ~4 / ~14 s
   'search-contract', // PostgreSQL ~12 s
   'fuzz-mcp', // ~8 / ~11 s
   'hardening-login', // ~8 / ~11 s
+  'grants', // 255 cases: 56 s on PostgreSQL under load 10
   'fuzz-rest', // ~10 s
   'delivery-webhooks', // ~9 / ~11 s
   'delivery-drain', // ~9 / ~10 s
