@@ -627,8 +627,11 @@ export async function resolve(services: Services, id: string): Promise<void> {
     const row = (await tx.stores.pendingActions.get(id))!;
     const decider = row.decided_by ? await tx.stores.users.get(row.decided_by) : undefined;
     const by = decider ? ` by ${decider.display_name}` : '';
+    const withdrawn = row.status === 'rejected' && row.decided_by === null;
     const outcome =
-      `${OUTCOME[row.status] ?? row.status}${row.status === 'expired' ? '' : by}` +
+      (withdrawn
+        ? `↩️ Withdrawn by the bot`
+        : `${OUTCOME[row.status] ?? row.status}${row.status === 'expired' ? '' : by}`) +
       (row.decided_at ? ` at ${row.decided_at}` : '') +
       (row.status === 'executed' ? ': done.' : row.status === 'failed' ? `: ${row.error ?? ''}` : '.');
     await editCards(tx, row, outcome);
@@ -643,6 +646,22 @@ export async function resolve(services: Services, id: string): Promise<void> {
       error: row.error,
     });
   });
+}
+
+/** The `error` of an action its own bot withdrew (MCP tasks/cancel): status rejected, no decider. */
+export const WITHDRAWN = 'withdrawn by the agent (MCP tasks/cancel) before anyone decided';
+
+/**
+ * The bot withdraws its own pending action (MCP tasks/cancel): pending → rejected with no decider,
+ * then the outcome is told like any other (cards edited, pending_action.resolved). False when it was
+ * no longer pending (decided, expired, executed: nothing changes).
+ */
+export async function withdrawOwn(services: Services, id: string): Promise<boolean> {
+  const won = await write(outsideRequest(services), (tx) =>
+    tx.stores.pendingActions.withdraw(id, WITHDRAWN, tx.now),
+  );
+  if (won) await resolve(services, id);
+  return won;
 }
 
 /**

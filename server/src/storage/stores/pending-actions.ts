@@ -29,6 +29,41 @@ export class PendingActionStore {
     return q.orderBy('requested_at', 'desc').orderBy('id', 'desc').limit(f.limit).execute();
   }
 
+  /**
+   * The actions of one API key, newest first (MCP tasks/list); `after` is the last row of the
+   * previous page (requested_at, id).
+   */
+  listForKey(
+    keyId: string,
+    f: { limit: number; after?: { requested_at: string; id: string } | undefined },
+  ): Promise<PendingActionRow[]> {
+    let q = this.db.selectFrom('pending_actions').selectAll().where('key_id', '=', keyId);
+    const after = f.after;
+    if (after)
+      q = q.where((eb) =>
+        eb.or([
+          eb('requested_at', '<', after.requested_at),
+          eb.and([eb('requested_at', '=', after.requested_at), eb('id', '<', after.id)]),
+        ]),
+      );
+    return q.orderBy('requested_at', 'desc').orderBy('id', 'desc').limit(f.limit).execute();
+  }
+
+  /**
+   * pending → rejected by the agent itself (MCP tasks/cancel): no decider, `error` says it was
+   * withdrawn; only if still pending and not expired at `now`.
+   */
+  async withdraw(id: string, reason: string, now: string): Promise<boolean> {
+    const res = await this.db
+      .updateTable('pending_actions')
+      .set({ status: 'rejected', decided_at: now, error: reason })
+      .where('id', '=', id)
+      .where('status', '=', 'pending')
+      .where('expires_at', '>', now)
+      .executeTakeFirst();
+    return Number(res.numUpdatedRows) > 0;
+  }
+
   /** pending → approved or rejected, if still pending and not expired at `now`. */
   async decide(id: string, to: 'approved' | 'rejected', by: string, now: string): Promise<boolean> {
     const res = await this.db

@@ -27,6 +27,15 @@ import { discoverResult } from './modern.js';
 import { confirmation, ConfirmationSigner } from './confirm.js';
 import { isWritingTool, toolGranted, toolsListJson, TOOLS_BY_NAME } from './tools.js';
 import { hasStructuredOutput, isLegacyVersion, LATEST_LEGACY } from './versions.js';
+import type { CommittedEvents } from '../../events/committed.js';
+import {
+  createTaskResult,
+  hasTasks,
+  taskMethod,
+  taskRequested,
+  TASKS_CAPABILITY,
+  TASKS_EXTENSION,
+} from './tasks.js';
 
 /** What a method handler needs: who calls, the services, and the session (when sessions are on). */
 export interface CallContext {
@@ -44,6 +53,8 @@ export interface CallContext {
   modern?: boolean;
   /** The request's Idempotency-Key header (only for a single, non-batch message). */
   idempotencyKey?: string | undefined;
+  /** Every instance's committed events (tasks/result waits on them); the bus when not given. */
+  events?: CommittedEvents;
   /** Called by a successful initialize with the negotiated version (the transport opens a session). */
   startSession(protocolVersion: string): void;
 }
@@ -63,7 +74,11 @@ const INSTRUCTIONS =
  * listen.ts), the server info and the instructions. The same for every caller.
  */
 const DISCOVER_JSON = discoverResult(
-  { tools: { listChanged: false }, resources: { subscribe: false, listChanged: true } },
+  {
+    tools: { listChanged: false },
+    resources: { subscribe: false, listChanged: true },
+    extensions: { [TASKS_EXTENSION]: TASKS_CAPABILITY },
+  },
   SERVER_INFO,
   INSTRUCTIONS,
 );
@@ -97,7 +112,17 @@ export async function dispatch(method: string, params: Params | undefined, cc: C
     case 'tools/call':
       return callTool(params, cc);
     case 'tools/list':
-      return toolsListJson(hasStructuredOutput(cc.version), cc.actor.grants);
+      return toolsListJson(hasStructuredOutput(cc.version), cc.actor.grants, hasTasks(cc.version));
+    case 'tasks/get':
+    case 'tasks/result':
+    case 'tasks/list':
+    case 'tasks/cancel':
+      return taskMethod(method, params, {
+        services: cc.services,
+        keyId: cc.actor.keyId,
+        version: cc.version,
+        events: cc.events ?? cc.services.bus,
+      });
     case 'ping':
       return '{}';
     case 'initialize':
@@ -139,6 +164,8 @@ function initialize(params: Params | undefined, cc: CallContext): string {
     capabilities: {
       tools: { listChanged: false },
       resources: { subscribe: false, listChanged: sessions },
+      // Calls held for approval answer as tasks when asked (tasks.ts).
+      ...(hasTasks(protocolVersion) ? { tasks: TASKS_CAPABILITY } : {}),
     },
     serverInfo: SERVER_INFO,
     instructions: INSTRUCTIONS,
@@ -274,6 +301,8 @@ async function callTool(params: Params | undefined, cc: CallContext): Promise<st
         field: 'arguments',
       });
     }
+    // A task-augmented call (tasks.ts): a call held for approval answers its task instead.
+    const asTask = taskRequested(params!, cc.version, cc.modern === true);
     const grants = cc.actor.grants;
     if (tool.approvalOnly && !(grants && grants.approval.size > 0)) {
       throw new RpcError(INVALID_PARAMS, `Invalid params: unknown tool "${name}"`, { field: 'name' });
@@ -327,6 +356,7 @@ async function callTool(params: Params | undefined, cc: CallContext): Promise<st
       );
       // Not an error: the call waits for a human (the audit's detail says so).
       errorCode = 'pending_approval';
+      if (asTask) return createTaskResult(cc.services, cc.actor.keyId, (body as PendingActionView).id);
       return pendingResult(body as PendingActionView, hasStructuredOutput(cc.version));
     }
     if (needsConfirm) {

@@ -81,6 +81,8 @@ export class McpEndpoint {
   readonly sessions: SessionStore | undefined;
   readonly #listen: ListenHub;
   readonly #origins: Set<string>;
+  /** Every instance's committed events: what tasks/result waits on (tasks.ts). */
+  readonly #events: CommittedEvents;
 
   /**
    * `events`: what list_changed notifications are made of; the server passes every instance's committed
@@ -90,6 +92,7 @@ export class McpEndpoint {
     private readonly services: Services,
     events: CommittedEvents = services.bus,
   ) {
+    this.#events = events;
     const m = services.config.mcp;
     this.sessions = m.sessions
       ? new SessionStore(
@@ -295,6 +298,7 @@ export class McpEndpoint {
       },
       inBatch: batch,
       version,
+      events: this.#events,
       idempotencyKey: headerValue(rc.req.headers, 'idempotency-key'),
       startSession: (negotiated) => {
         cc.version = negotiated;
@@ -433,6 +437,7 @@ export class McpEndpoint {
       inBatch: false,
       version: checked.version,
       modern: true,
+      events: this.#events,
       idempotencyKey: headerValue(rc.req.headers, 'idempotency-key'),
       startSession: () => undefined,
     };

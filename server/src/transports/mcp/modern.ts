@@ -64,6 +64,11 @@ export const MODERN_METHODS = new Set([
   'resources/read',
   'resources/templates/list',
   'subscriptions/listen',
+  // The io.modelcontextprotocol/tasks extension (tasks.ts).
+  'tasks/get',
+  'tasks/result',
+  'tasks/list',
+  'tasks/cancel',
 ]);
 
 /** `Mcp-Name`'s body source per method (streamable-http.mdx, "Standard Request Headers"). */

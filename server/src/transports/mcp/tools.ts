@@ -248,7 +248,12 @@ const PENDING_SCHEMA = (() => {
 const orPending = (s: JsonSchema): JsonSchema => ({ type: 'object', anyOf: [s, PENDING_SCHEMA] });
 
 /** The tools of tools/list, with the `outputSchema` of versions that have structured output or without. */
-const toolList = (structured: boolean, tools: readonly Tool[] = TOOLS, approval?: ReadonlySet<string>) =>
+const toolList = (
+  structured: boolean,
+  tools: readonly Tool[] = TOOLS,
+  approval?: ReadonlySet<string>,
+  tasks = false,
+) =>
   tools.map((t) => ({
     name: t.name,
     description: t.description,
@@ -259,6 +264,8 @@ const toolList = (structured: boolean, tools: readonly Tool[] = TOOLS, approval?
         }
       : {}),
     annotations: { ...t.annotations, openWorldHint: false },
+    // A call this key's grants hold for approval may run as a task (2025-11-25+, tasks.ts).
+    ...(tasks && approval?.has(t.name) ? { execution: { taskSupport: 'optional' } } : {}),
   }));
 
 /** The tools/list result, serialized once per shape (2025-03-26 clients get exactly today's). */
@@ -272,18 +279,19 @@ export const toolGranted = (t: Tool, g: ActiveGrants): boolean =>
     : (g.tools === null || g.tools.has(t.name)) && !(g.readOnly && isWritingTool(t));
 
 /** Lists of keys with grants, serialized once per grants (the parsed grants are shared per text). */
-const GRANTED_LISTS = new WeakMap<ActiveGrants, [string | undefined, string | undefined]>();
+const GRANTED_LISTS = new WeakMap<ActiveGrants, (string | undefined)[]>();
 
-export function toolsListJson(structured: boolean, grants?: ActiveGrants | null): string {
+export function toolsListJson(structured: boolean, grants?: ActiveGrants | null, tasks = false): string {
   if (!grants) return structured ? LIST_STRUCTURED : LIST_PLAIN;
   let cached = GRANTED_LISTS.get(grants);
-  if (!cached) GRANTED_LISTS.set(grants, (cached = [undefined, undefined]));
-  const i = structured ? 1 : 0;
+  if (!cached) GRANTED_LISTS.set(grants, (cached = []));
+  const i = (structured ? 1 : 0) + (tasks ? 2 : 0);
   return (cached[i] ??= JSON.stringify({
     tools: toolList(
       structured,
       [...TOOLS, GET_PENDING_ACTION].filter((t) => toolGranted(t, grants)),
       grants.approval,
+      tasks,
     ),
   }));
 }

@@ -1,0 +1,316 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { WITHDRAWN } from '../src/operations/approvals/pending-actions.js';
+import { expectStatus } from './helpers/client.js';
+import { rawMcp, rawSession } from './helpers/mcp.js';
+import { startTestServer, type TestServer } from './helpers/server.js';
+import { uniq, World, type UserHandle } from './helpers/world.js';
+
+/**
+ * MCP Tasks for calls held for approval (issue 21 point 3; docs/MCP.md "Approval"): a task-augmented
+ * tools/call of a tool in the key's `approval` grant answers a CreateTaskResult whose taskId is the
+ * pending action; tasks/get, tasks/result (waits for the decision), tasks/list, tasks/cancel (the agent
+ * withdraws) — on a 2025-11-25 session and on 2026-07-28 requests declaring the
+ * io.modelcontextprotocol/tasks extension. Only the key that made the call sees its tasks.
+ */
+
+const MODERN = '2026-07-28';
+const TASKS_EXT = 'io.modelcontextprotocol/tasks';
+const RELATED = 'io.modelcontextprotocol/related-task';
+const metaWith = (caps: Record<string, unknown>) => ({
+  'io.modelcontextprotocol/protocolVersion': MODERN,
+  'io.modelcontextprotocol/clientCapabilities': caps,
+  'io.modelcontextprotocol/clientInfo': { name: 'tasks-test', version: '1' },
+});
+
+type Rpc = (method: string, params?: Record<string, unknown>) => Promise<any>;
+
+describe('MCP tasks for calls held for approval', () => {
+  let srv: TestServer;
+  let w: World;
+  let owner: UserHandle;
+  let chan: string;
+  let key: string;
+  let keyId: string;
+  let initResult: any;
+  /** A 2025-11-25 session of the approval key. */
+  let rpc: Rpc;
+
+  /** Opens a 2025-11-25 session for `k`; answers its request function (and the initialize result). */
+  async function session2025(k: string): Promise<{ call: Rpc; init: any }> {
+    const init = await rawMcp(srv.url, {
+      key: k,
+      body: {
+        jsonrpc: '2.0',
+        id: 0,
+        method: 'initialize',
+        params: {
+          protocolVersion: '2025-11-25',
+          capabilities: {},
+          clientInfo: { name: 'raw', version: '1' },
+        },
+      },
+    });
+    expect(init.status).toBe(200);
+    const session = init.headers.get('mcp-session-id') ?? undefined;
+    const headers = { 'mcp-protocol-version': '2025-11-25' };
+    await rawMcp(srv.url, {
+      key: k,
+      session,
+      headers,
+      body: { jsonrpc: '2.0', method: 'notifications/initialized' },
+    });
+    let id = 1;
+    const call: Rpc = async (method, params) =>
+      (
+        await rawMcp(srv.url, {
+          key: k,
+          session,
+          headers,
+          body: { jsonrpc: '2.0', id: id++, method, params },
+        })
+      ).body;
+    return { call, init: init.body.result };
+  }
+
+  /** A 2026-07-28 request of `k` with these client capabilities. */
+  const modern =
+    (k: string, caps: Record<string, unknown>): Rpc =>
+    async (method, params = {}) =>
+      (
+        await rawMcp(srv.url, {
+          key: k,
+          headers: {
+            'mcp-protocol-version': MODERN,
+            'mcp-method': method,
+            ...(typeof params.name === 'string' ? { 'mcp-name': params.name } : {}),
+          },
+          body: { jsonrpc: '2.0', id: 1, method, params: { ...params, _meta: metaWith(caps) } },
+        })
+      ).body;
+
+  beforeAll(async () => {
+    srv = await startTestServer();
+    w = await World.create(srv.url);
+    const org = await w.org();
+    owner = org.admin;
+    chan = await w.channel(owner.api);
+    const b = await w.bot(owner.api, { grants: { approval: ['send_message', 'create_task'] } });
+    expectStatus(await owner.api.post(`/api/channels/${chan}/members`, { bot_id: b.id }), 201);
+    key = b.key;
+    keyId = b.keyId;
+    const s = await session2025(key);
+    rpc = s.call;
+    initResult = s.init;
+  });
+  afterAll(() => srv?.close());
+
+  const channelMessages = async (content: string) =>
+    expectStatus(await owner.api.get(`/api/channels/${chan}/messages`), 200).items.filter(
+      (m: any) => m.content === content,
+    );
+  const send = (call: Rpc, content: string, task: unknown = {}) =>
+    call('tools/call', { name: 'send_message', arguments: { channel_id: chan, content }, task });
+  const botView = async (id: string) =>
+    expectStatus(await w.anon.as(key).get(`/api/bots/me/pending-actions/${id}`), 200);
+
+  it('2025-11-25: the capability, taskSupport only on held tools, and a held call that answers its task', async () => {
+    expect(initResult.capabilities.tasks).toEqual({
+      list: {},
+      cancel: {},
+      requests: { tools: { call: {} } },
+    });
+    const tools = (await rpc('tools/list')).result.tools;
+    const supporting = tools
+      .filter((t: any) => t.execution?.taskSupport === 'optional')
+      .map((t: any) => t.name);
+    expect(supporting.sort()).toEqual(['create_task', 'send_message']);
+
+    const content = uniq('task me');
+    const created = (await send(rpc, content, { ttl: 60_000 })).result;
+    const task = created.task;
+    expect(task).toMatchObject({ status: 'working', ttl: null, pollInterval: 5000 });
+    expect(task.statusMessage).toContain('Waiting for approval');
+    expect(task.createdAt).toBe(task.lastUpdatedAt);
+    expect(created.content).toBeUndefined();
+    expect(await channelMessages(content)).toHaveLength(0);
+    // The task is the pending action.
+    expect((await botView(task.taskId)).status).toBe('pending');
+    const got = (await rpc('tasks/get', { taskId: task.taskId })).result;
+    expect(got).toMatchObject({ taskId: task.taskId, status: 'working' });
+    const listed = (await rpc('tasks/list')).result.tasks.map((t: any) => t.taskId);
+    expect(listed).toContain(task.taskId);
+
+    // tasks/result waits for the decision; the owner approves through REST.
+    const waiting = rpc('tasks/result', { taskId: task.taskId });
+    expectStatus(await owner.api.post(`/api/pending-actions/${task.taskId}/approve`, {}), 200);
+    const result = (await waiting).result;
+    expect(result.isError).toBeUndefined();
+    expect(result._meta[RELATED]).toEqual({ taskId: task.taskId });
+    expect(result.structuredContent).toMatchObject({ content, channel_id: chan });
+    expect(result.content[0].text).toContain(result.structuredContent.id);
+    expect(await channelMessages(content)).toHaveLength(1);
+    const done = (await rpc('tasks/get', { taskId: task.taskId })).result;
+    expect(done.status).toBe('completed');
+    expect(done.statusMessage).toContain('Approved by');
+    expect(done.pollInterval).toBeUndefined();
+    // Asked again once terminal, it answers at once.
+    expect((await rpc('tasks/result', { taskId: task.taskId })).result.structuredContent.id).toBe(
+      result.structuredContent.id,
+    );
+  });
+
+  it('a call without task answers as before; a tool not held ignores task', async () => {
+    const content = uniq('no task');
+    const r = (await rpc('tools/call', { name: 'send_message', arguments: { channel_id: chan, content } }))
+      .result;
+    expect(r.task).toBeUndefined();
+    expect(r.content[0].text).toContain('PENDING APPROVAL');
+    expect(r.structuredContent.status).toBe('pending_approval');
+    const read = (await rpc('tools/call', { name: 'list_channels', arguments: {}, task: {} })).result;
+    expect(read.task).toBeUndefined();
+    expect(read.isError).toBeUndefined();
+  });
+
+  it('reject: tasks/result answers an error result, the task failed', async () => {
+    const content = uniq('reject me');
+    const { taskId } = (await send(rpc, content)).result.task;
+    const waiting = rpc('tasks/result', { taskId });
+    expectStatus(await owner.api.post(`/api/pending-actions/${taskId}/reject`, {}), 200);
+    const result = (await waiting).result;
+    expect(result.isError).toBe(true);
+    expect(result.content[0].text).toContain('Rejected by');
+    expect(result._meta[RELATED]).toEqual({ taskId });
+    expect((await rpc('tasks/get', { taskId })).result.status).toBe('failed');
+    expect(await channelMessages(content)).toHaveLength(0);
+    // A decided task cannot be cancelled.
+    const again = await rpc('tasks/cancel', { taskId });
+    expect(again.error.code).toBe(-32602);
+    expect(again.error.message).toContain('failed');
+  });
+
+  it('cancel: the agent withdraws a pending call; sticky; approving it afterwards is a conflict', async () => {
+    const content = uniq('cancel me');
+    const { taskId } = (await send(rpc, content)).result.task;
+    const waiting = rpc('tasks/result', { taskId });
+    const cancelled = (await rpc('tasks/cancel', { taskId })).result;
+    expect(cancelled).toMatchObject({ taskId, status: 'cancelled' });
+    const result = (await waiting).result;
+    expect(result.isError).toBe(true);
+    expect(result.content[0].text).toContain('Cancelled');
+    const view = await botView(taskId);
+    expect(view).toMatchObject({ status: 'rejected', decided_by: null, error: WITHDRAWN });
+    expect((await rpc('tasks/cancel', { taskId })).error.code).toBe(-32602);
+    expect(
+      expectStatus(await owner.api.post(`/api/pending-actions/${taskId}/approve`, {}), 409).error.code,
+    ).toBe('conflict');
+    expect((await rpc('tasks/get', { taskId })).result.status).toBe('cancelled');
+    expect(await channelMessages(content)).toHaveLength(0);
+  });
+
+  it('bad input, and another key’s or organization’s task looks like no task', async () => {
+    const { taskId } = (await send(rpc, uniq('mine'))).result.task;
+    expect((await rpc('tasks/get', {})).error.code).toBe(-32602);
+    expect((await rpc('tasks/get', { taskId: 42 })).error.code).toBe(-32602);
+    expect((await rpc('tasks/get', { taskId: 'nope' })).error.code).toBe(-32602);
+    expect((await rpc('tasks/get', { taskId: crypto.randomUUID() })).error.code).toBe(-32602);
+    expect((await rpc('tasks/list', { cursor: 'garbage' })).error.code).toBe(-32602);
+    expect((await send(rpc, 'x', 'soon')).error.code).toBe(-32602);
+    expect((await send(rpc, 'x', { ttl: 'long' })).error.code).toBe(-32602);
+
+    // Another key of the same organization, with approval too; a bot of another organization.
+    const sibling = await w.bot(owner.api, { grants: { approval: ['send_message'] } });
+    const foreign = await w.bot((await w.org()).admin.api, { grants: { approval: ['send_message'] } });
+    for (const other of [sibling, foreign]) {
+      const s = (await session2025(other.key)).call;
+      for (const method of ['tasks/get', 'tasks/result', 'tasks/cancel']) {
+        const r = await s(method, { taskId });
+        expect(r.error.code, method).toBe(-32602);
+        expect(r.error.message).toContain('no task');
+      }
+      expect((await s('tasks/list')).result.tasks).toEqual([]);
+    }
+    expect((await rpc('tasks/get', { taskId })).result.status).toBe('working');
+    expect(keyId).toBeTruthy();
+  });
+
+  it('tasks/list pages newest first with a cursor', async () => {
+    const b = await w.bot(owner.api, { grants: { approval: ['send_message'] } });
+    expectStatus(await owner.api.post(`/api/channels/${chan}/members`, { bot_id: b.id }), 201);
+    const s = (await session2025(b.key)).call;
+    const ids: string[] = [];
+    for (let i = 0; i < 52; i++) {
+      const r = await s('tools/call', {
+        name: 'send_message',
+        arguments: { channel_id: chan, content: `page ${i}` },
+        task: {},
+      });
+      ids.push(r.result.task.taskId);
+    }
+    const first = (await s('tasks/list')).result;
+    expect(first.tasks).toHaveLength(50);
+    expect(first.nextCursor).toBeTypeOf('string');
+    const second = (await s('tasks/list', { cursor: first.nextCursor })).result;
+    expect(second.nextCursor).toBeUndefined();
+    const all = [...first.tasks, ...second.tasks].map((t: any) => t.taskId);
+    expect(new Set(all)).toEqual(new Set(ids));
+    expect(all).toHaveLength(52);
+  });
+
+  it('older versions: no tasks capability, no taskSupport, task ignored, tasks/* not found', async () => {
+    const session = await rawSession(srv.url, key);
+    const call: Rpc = async (method, params) =>
+      (await rawMcp(srv.url, { key, session, body: { jsonrpc: '2.0', id: 1, method, params } })).body;
+    const tools = (await call('tools/list')).result.tools;
+    expect(tools.some((t: any) => t.execution)).toBe(false);
+    const r = (await send(call, uniq('old'))).result;
+    expect(r.task).toBeUndefined();
+    expect(r.content[0].text).toContain('PENDING APPROVAL');
+    expect((await call('tasks/get', { taskId: r._meta['workroom/pending_action'].id })).error.code).toBe(
+      -32601,
+    );
+  });
+
+  it('2026-07-28: discover names the extension; a request declaring it gets a task, one without does not', async () => {
+    const withExt = modern(key, { extensions: { [TASKS_EXT]: {} } });
+    const without = modern(key, {});
+    const discover = (await without('server/discover')).result;
+    expect(discover.capabilities.extensions[TASKS_EXT]).toBeDefined();
+    const tools = (await withExt('tools/list')).result.tools;
+    expect(tools.find((t: any) => t.name === 'send_message').execution).toEqual({ taskSupport: 'optional' });
+    expect(tools.find((t: any) => t.name === 'list_channels').execution).toBeUndefined();
+
+    const plain = (await send(without, uniq('modern plain'))).result;
+    expect(plain.task).toBeUndefined();
+    expect(plain.structuredContent.status).toBe('pending_approval');
+
+    const content = uniq('modern task');
+    const created = (await send(withExt, content)).result;
+    expect(created.resultType).toBe('complete');
+    const { taskId } = created.task;
+    expect(created.task.status).toBe('working');
+    const waiting = withExt('tasks/result', { taskId });
+    expectStatus(await owner.api.post(`/api/pending-actions/${taskId}/approve`, {}), 200);
+    const result = (await waiting).result;
+    expect(result.structuredContent).toMatchObject({ content });
+    expect(result._meta[RELATED]).toEqual({ taskId });
+    expect((await withExt('tasks/get', { taskId })).result.status).toBe('completed');
+    expect((await withExt('tasks/list')).result.tasks.map((t: any) => t.taskId)).toContain(taskId);
+    expect((await withExt('tasks/get', { taskId: crypto.randomUUID() })).error.code).toBe(-32602);
+    expect(await channelMessages(content)).toHaveLength(1);
+  });
+
+  it('a key without approval: no taskSupport anywhere, its task calls run as usual', async () => {
+    const plain = await w.bot(owner.api, { grants: { read_only: false } });
+    expectStatus(await owner.api.post(`/api/channels/${chan}/members`, { bot_id: plain.id }), 201);
+    const s = (await session2025(plain.key)).call;
+    expect((await s('tools/list')).result.tools.some((t: any) => t.execution)).toBe(false);
+    const m = modern(plain.key, { extensions: { [TASKS_EXT]: {} } });
+    expect((await m('tools/list')).result.tools.some((t: any) => t.execution)).toBe(false);
+    const content = uniq('runs now');
+    const r = (await send(s, content)).result;
+    expect(r.task).toBeUndefined();
+    expect(r.structuredContent).toMatchObject({ content });
+    expect(await channelMessages(content)).toHaveLength(1);
+    expect((await s('tasks/list')).result.tasks).toEqual([]);
+  });
+});
