@@ -40,6 +40,7 @@ import { createHttpHandler } from './transports/http/server.js';
 import { OutboxCommittedEvents } from './events/committed.js';
 import { McpEndpoint } from './transports/mcp/http.js';
 import { BotSocketHub } from './transports/socket/hub.js';
+import { CommandForwarder } from './operations/commands/forward.js';
 import { FANOUT_CURSOR } from './delivery/fanout.js';
 import { Readiness } from './metrics/health.js';
 import { noMetrics } from './metrics/hooks.js';
@@ -178,6 +179,17 @@ export async function startApp(
     // Which instance holds which bot's sockets: the others leave those bots' deliveries to it.
     const bots = new ClusterPresence(storage.presence, clock, log, () => botSockets.presenceIds());
     botSockets.usePresence(lifecycle.add(bots));
+    // Slash commands for a bot whose socket is on another instance are forwarded to it.
+    const forwards = storage.commandForwards;
+    if (forwards && db.kind === 'postgres') {
+      const forwarder = new CommandForwarder(services, forwards, botSockets, (channel, onPayload) =>
+        listenPostgres(db.url, channel, onPayload, {
+          onError: (err) => log.warn({ err }, 'commands LISTEN'),
+        }),
+      );
+      services.commands.useForwarder(lifecycle.add(forwarder));
+      leader.every(600_000, () => forwards.prune(clock.now() - 3_600_000)); // left by instances that died
+    }
   }
   leader.every(BLOB_SWEEP_EVERY_MS, () => blobs.sweep()); // uploads a crash cut short
   // The burst rule's window of recent texts (operations/guardrails.ts): nothing reads rows a day old.

@@ -26,6 +26,7 @@ import * as m0018 from './migrations/0018_leases.js';
 import * as m0019 from './migrations/0019_key_grants.js';
 import * as m0020 from './migrations/0020_pending_actions.js';
 import * as m0021 from './migrations/0021_key_guardrails.js';
+import * as m0022 from './migrations/0022_command_forwards.js';
 import { startCheckpointer, type Checkpointer } from './sqlite-checkpointer.js';
 import { useNamedStatements } from './pg-statements.js';
 import { engineDialect, SqliteEngine } from './sqlite-engine.js';
@@ -87,6 +88,7 @@ const MIGRATIONS: Record<string, MigrationUp> = {
   '0019_key_grants': m0019.up,
   '0020_pending_actions': m0020.up,
   '0021_key_guardrails': m0021.up,
+  '0022_command_forwards': m0022.up,
 };
 
 /**

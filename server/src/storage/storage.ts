@@ -8,6 +8,7 @@ import type { Progress } from './migrations/0002_search.js';
 import { SearchStore } from './stores/search.js';
 import { SharedRateBuckets } from './shared-rate-buckets.js';
 import { PresenceStore } from './presence.js';
+import { CommandForwardStore } from './command-forwards.js';
 import { LeaseStore } from './leases.js';
 
 /** The storage layer as the rest of the server sees it: stores, transactions, health, close. */
@@ -33,6 +34,8 @@ export class Storage {
   readonly sharedRateBuckets: SharedRateBuckets | undefined;
   /** Live-stream presence every instance on the database sees (PostgreSQL); undefined on SQLite. */
   readonly presence: PresenceStore | undefined;
+  /** Slash commands forwarded to the instance holding the bot's socket (PostgreSQL); undefined on SQLite. */
+  readonly commandForwards: CommandForwardStore | undefined;
   /** Leases of singleton work (scheduler/leader.ts). */
   readonly leases: LeaseStore;
 
@@ -44,6 +47,7 @@ export class Storage {
     this.search = new SearchStore(handle);
     this.sharedRateBuckets = handle.dialect === 'postgres' ? new SharedRateBuckets(handle.db) : undefined;
     this.presence = handle.dialect === 'postgres' ? new PresenceStore(handle.db) : undefined;
+    this.commandForwards = handle.dialect === 'postgres' ? new CommandForwardStore(handle.db) : undefined;
     this.leases = new LeaseStore(handle.db);
   }
 

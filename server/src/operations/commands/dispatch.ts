@@ -88,7 +88,21 @@ export interface InProcessCommandHandler {
  */
 export interface SocketCommands {
   connected(botId: string): boolean;
+  /** No socket here, but another instance on the database holds one (PostgreSQL). */
+  connectedElsewhere?(botId: string): boolean;
   command(envelope: SocketCommandEnvelope, timeoutMs: number): Promise<SocketCommandOutcome>;
+}
+
+/**
+ * Commands for a bot whose socket is on another instance (operations/commands/forward.ts, wired by
+ * app.ts on PostgreSQL): the outcome there, or `unclaimed` when no instance took the command.
+ */
+export interface CommandForwarding {
+  forward(
+    inv: Invocation,
+    envelope: SocketCommandEnvelope,
+    timeoutMs: number,
+  ): Promise<DispatchResult | 'unclaimed'>;
 }
 
 /** A command as a socket frame carries it (the shape of delivery/socket.ts's SocketEnvelope). */
@@ -117,6 +131,7 @@ export class CommandDispatcher {
   #push: UserPush = { pushToUser: () => 0 };
   #inProcess: InProcessCommandHandler | undefined;
   #sockets: SocketCommands | undefined;
+  #forwarder: CommandForwarding | undefined;
   readonly #uses = new Map<string, { count: number; expiresAt: number }>();
 
   constructor(
@@ -160,6 +175,15 @@ export class CommandDispatcher {
 
   get sockets(): SocketCommands | undefined {
     return this.#sockets;
+  }
+
+  /** Forwarding to the instance holding a bot's socket (operations/commands/forward.ts), by app.ts. */
+  useForwarder(forwarder: CommandForwarding): void {
+    this.#forwarder = forwarder;
+  }
+
+  get forwarder(): CommandForwarding | undefined {
+    return this.#forwarder;
   }
 
   get timeoutMs(): number {
@@ -218,6 +242,13 @@ export async function dispatchInvocation(
   // A bot's socket is preferred while it is connected (docs/SOCKET.md).
   const sockets = services.commands.sockets;
   if (bot && sockets?.connected(bot.id)) return dispatchSocket(services, sockets, inv, data, invokedAt);
+  // On another instance: forwarded there (PostgreSQL); if none takes it, as for a bot without a socket.
+  const forwarder = services.commands.forwarder;
+  if (bot && forwarder && sockets?.connectedElsewhere?.(bot.id)) {
+    const timeoutMs = services.commands.timeoutMs;
+    const r = await forwarder.forward(inv, commandEnvelope(inv, data, invokedAt), timeoutMs);
+    if (r !== 'unclaimed') return r;
+  }
   if (!bot?.webhook_url) {
     return none('no_webhook', 'The bot has no webhook URL: the command was recorded (command.invoked) only');
   }
@@ -361,19 +392,37 @@ async function dispatchSocket(
 ): Promise<DispatchResult> {
   const t0 = performance.now();
   const timeoutMs = services.commands.timeoutMs;
-  const r = await sockets.command(
-    {
-      event_type: 'command.invoked',
-      event_id: inv.invocationId,
-      timestamp: invokedAt,
-      bot_id: inv.botId,
-      data,
-      delivery_id: inv.invocationId,
-      attempt: 1,
-    },
-    timeoutMs,
-  );
-  const duration_ms = Math.round(performance.now() - t0);
+  const r = await sockets.command(commandEnvelope(inv, data, invokedAt), timeoutMs);
+  return socketCommandResult(services, inv, r, Math.round(performance.now() - t0), timeoutMs);
+}
+
+function commandEnvelope(
+  inv: Invocation,
+  data: Record<string, unknown>,
+  invokedAt: string,
+): SocketCommandEnvelope {
+  return {
+    event_type: 'command.invoked',
+    event_id: inv.invocationId,
+    timestamp: invokedAt,
+    bot_id: inv.botId,
+    data,
+    delivery_id: inv.invocationId,
+    attempt: 1,
+  };
+}
+
+/**
+ * What a command's outcome over a socket means for the user; an ack's `response` is posted as the
+ * bot's reply (by the instance that got the ack: forward.ts runs this on the holder).
+ */
+export async function socketCommandResult(
+  services: Services,
+  inv: Invocation,
+  r: SocketCommandOutcome,
+  duration_ms: number,
+  timeoutMs: number,
+): Promise<DispatchResult> {
   if (r.kind !== 'acked') {
     const message =
       r.kind === 'expired'
