@@ -123,10 +123,11 @@ export async function getOwnTask(
 /** The key's tasks, newest first; `next` is where the following page starts, when there may be one. */
 export async function listOwnTasks(
   services: Services,
+  orgId: string,
   keyId: string,
   page: { limit: number; after?: { requested_at: string; id: string } | undefined },
 ): Promise<{ tasks: Task[]; next?: { requested_at: string; id: string } }> {
-  const rows = await services.storage.stores.pendingActions.listForKey(keyId, page);
+  const rows = await services.storage.stores.pendingActions.listForKey(orgId, keyId, page);
   const now = services.clock.nowIso();
   const tasks: Task[] = [];
   for (const r of rows) tasks.push(await taskOf(services, r, now));

@@ -31,13 +31,18 @@ export class PendingActionStore {
 
   /**
    * The actions of one API key, newest first (MCP tasks/list); `after` is the last row of the
-   * previous page (requested_at, id).
+   * previous page (requested_at, id). By organization first: its index (pending_actions_org) narrows.
    */
   listForKey(
+    orgId: string,
     keyId: string,
     f: { limit: number; after?: { requested_at: string; id: string } | undefined },
   ): Promise<PendingActionRow[]> {
-    let q = this.db.selectFrom('pending_actions').selectAll().where('key_id', '=', keyId);
+    let q = this.db
+      .selectFrom('pending_actions')
+      .selectAll()
+      .where('org_id', '=', orgId)
+      .where('key_id', '=', keyId);
     const after = f.after;
     if (after)
       q = q.where((eb) =>

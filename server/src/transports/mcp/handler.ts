@@ -119,6 +119,7 @@ export async function dispatch(method: string, params: Params | undefined, cc: C
     case 'tasks/cancel':
       return taskMethod(method, params, {
         services: cc.services,
+        orgId: cc.actor.orgId,
         keyId: cc.actor.keyId,
         version: cc.version,
         events: cc.events ?? cc.services.bus,

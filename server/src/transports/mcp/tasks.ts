@@ -67,6 +67,7 @@ export async function createTaskResult(services: Services, keyId: string, id: st
 /** What a task method needs from its call. */
 export interface TaskCall {
   services: Services;
+  orgId: string;
   keyId: string;
   version: string;
   events: CommittedEvents;
@@ -147,7 +148,7 @@ export async function taskMethod(method: string, params: Params | undefined, tc:
     }
     case 'tasks/list': {
       const after = decodeCursor(params?.cursor);
-      const { tasks, next } = await listOwnTasks(services, keyId, { limit: PAGE, after });
+      const { tasks, next } = await listOwnTasks(services, tc.orgId, keyId, { limit: PAGE, after });
       return JSON.stringify({ tasks, ...(next ? { nextCursor: encodeCursor(next) } : {}) });
     }
     case 'tasks/cancel': {
