@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Api, expectStatus } from './helpers/client.js';
+import type { CommandForwarder } from '../src/operations/commands/forward.js';
 import { TestBotSocket } from './helpers/bot-socket.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
 import { World, type UserHandle } from './helpers/world.js';
@@ -21,14 +22,20 @@ describe.skipIf(!process.env.DATABASE_URL)('socket delivery on two instances', (
 
   beforeAll(async () => {
     // A short webhook time-out: the slash commands' time-out tests wait it out.
-    const shared = {
-      WORKROOM_ENCRYPTION_KEY: randomBytes(32).toString('base64'),
-      WORKROOM_WEBHOOK_TIMEOUT: '2s',
-    };
-    const first = await startTestServer(shared);
+    const shared = { WORKROOM_ENCRYPTION_KEY: randomBytes(32).toString('base64') };
+    // Webhook time-outs: 5 s on A (which holds the command bots' sockets), 1 s on B (where users send
+    // the commands), so that B gives up on a forwarded command while A still waits for the bot's ack.
+    const first = await startTestServer({ ...shared, WORKROOM_WEBHOOK_TIMEOUT: '5s' });
     const db = first.app.services.config.database;
     if (db.kind !== 'postgres' || !db.schema) throw new Error('expected a PostgreSQL schema');
-    instances.push(first, await startTestServer({ ...shared, WORKROOM_DATABASE_SCHEMA: db.schema }));
+    instances.push(
+      first,
+      await startTestServer({
+        ...shared,
+        WORKROOM_DATABASE_SCHEMA: db.schema,
+        WORKROOM_WEBHOOK_TIMEOUT: '1s',
+      }),
+    );
     a = await World.create(first.url);
     owner = await a.user({ role: 'member' });
   }, 60_000);
@@ -126,17 +133,24 @@ describe.skipIf(!process.env.DATABASE_URL)('socket delivery on two instances', (
       expect(A.app.botSockets.connected(bot.id)).toBe(true);
     });
 
-    it('a bot that does not ack: timeout, and its late ack posts nothing', async () => {
+    it('a bot that does not ack in time: timeout, and its late ack posts nothing', async () => {
+      const [A] = instances as [TestServer, TestServer];
       const { command, s } = await botOnA();
+      const t0 = performance.now();
       const res = await execute(command, 'slow');
+      const waited = performance.now() - t0;
       expect(res.status).toBe(202);
       expect(res.body).toMatchObject({ delivery: { status: 'timeout' }, reply: null });
       expect(res.body.delivery.message).toContain('did not acknowledge');
-      // The late ack, then a ping: its pong proves A read the ack (frames are handled in order).
+      // B's time-out (1 s) + the margin (2 s), well before A's own (5 s) ran out.
+      expect(waited).toBeGreaterThanOrEqual(3000);
+      expect(waited).toBeLessThan(5000);
+      // A still waits for the ack; it comes now, after B answered: A must not post the reply.
+      const forwarder = A.app.services.commands.forwarder as CommandForwarder;
+      expect(forwarder.holding).toBe(1);
       const f = s.events.find((x) => x.event_type === 'command.invoked')!;
       s.ack(f.delivery_id!, { content: 'too late' });
-      s.send({ type: 'ping' });
-      await s.until((x) => x.frames.find((y) => y.type === 'pong'));
+      await expect.poll(() => forwarder.holding, { timeout: 10_000 }).toBe(0);
       expect(await messagesWith('too late')).toEqual([]);
     });
 

@@ -53,6 +53,11 @@ export class CommandForwarder implements Service, CommandForwarding {
     private readonly listen: Listen,
   ) {}
 
+  /** Forwarded commands this instance holds now (claimed or not yet): tests wait for none. */
+  get holding(): number {
+    return this.#holding.size;
+  }
+
   async start(): Promise<void> {
     this.#stopped = false;
     try {
