@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WITHDRAWN } from '../src/operations/approvals/pending-actions.js';
 import { expectStatus } from './helpers/client.js';
-import { rawMcp, rawSession } from './helpers/mcp.js';
+import { rawMcp, rawSession, withSdkClient } from './helpers/mcp.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
 import { uniq, World, type UserHandle } from './helpers/world.js';
 
@@ -312,5 +312,30 @@ describe('MCP tasks for calls held for approval', () => {
     expect(r.structuredContent).toMatchObject({ content });
     expect(await channelMessages(content)).toHaveLength(1);
     expect((await s('tasks/list')).result.tasks).toEqual([]);
+  });
+  it('the official SDK 1.x client: callToolStream makes the held call a task and yields the approved result', async () => {
+    const content = uniq('sdk task');
+    await withSdkClient(srv.url, key, async (client) => {
+      expect(client.getServerCapabilities()?.tasks).toBeDefined();
+      await client.listTools(); // the client learns which tools support tasks
+      const seen: string[] = [];
+      let result: any;
+      for await (const m of client.experimental.tasks.callToolStream({
+        name: 'send_message',
+        arguments: { channel_id: chan, content },
+      })) {
+        seen.push(m.type);
+        if (m.type === 'taskCreated') {
+          expect(await channelMessages(content)).toHaveLength(0);
+          expectStatus(await owner.api.post(`/api/pending-actions/${m.task.taskId}/approve`, {}), 200);
+        }
+        if (m.type === 'result') result = m.result;
+        if (m.type === 'error') throw m.error;
+      }
+      expect(seen[0]).toBe('taskCreated');
+      expect(seen.at(-1)).toBe('result');
+      expect(result.structuredContent).toMatchObject({ content, channel_id: chan });
+    });
+    expect(await channelMessages(content)).toHaveLength(1);
   });
 });
