@@ -1,5 +1,7 @@
+import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WITHDRAWN } from '../src/operations/approvals/pending-actions.js';
+import { TestClock } from '../src/runtime/clock.js';
 import { expectStatus } from './helpers/client.js';
 import { rawMcp, rawSession, withSdkClient } from './helpers/mcp.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
@@ -25,6 +27,7 @@ const metaWith = (caps: Record<string, unknown>) => ({
 type Rpc = (method: string, params?: Record<string, unknown>) => Promise<any>;
 
 describe('MCP tasks for calls held for approval', () => {
+  const clock = new TestClock();
   let srv: TestServer;
   let w: World;
   let owner: UserHandle;
@@ -89,7 +92,7 @@ describe('MCP tasks for calls held for approval', () => {
       ).body;
 
   beforeAll(async () => {
-    srv = await startTestServer();
+    srv = await startTestServer({}, { clock });
     w = await World.create(srv.url);
     const org = await w.org();
     owner = org.admin;
@@ -337,5 +340,79 @@ describe('MCP tasks for calls held for approval', () => {
       expect(result.structuredContent).toMatchObject({ content, channel_id: chan });
     });
     expect(await channelMessages(content)).toHaveLength(1);
+  });
+  // Last: it moves the clock a day on.
+  it('a task nobody decided in 24 h has failed (expired); it can no longer be cancelled', async () => {
+    const content = uniq('expire me');
+    const { taskId } = (await send(rpc, content)).result.task;
+    clock.advance(24 * 3_600_000 + 60_000);
+    const task = (await rpc('tasks/get', { taskId })).result;
+    expect(task.status).toBe('failed');
+    expect(task.statusMessage).toContain('Expired');
+    const result = (await rpc('tasks/result', { taskId })).result;
+    expect(result.isError).toBe(true);
+    expect(result.content[0].text).toContain('Expired');
+    expect((await rpc('tasks/cancel', { taskId })).error.code).toBe(-32602);
+    expect(await channelMessages(content)).toHaveLength(0);
+  });
+});
+
+/**
+ * Two instances on one PostgreSQL database: the task is made on one, tasks/result waits on the other,
+ * and the approval through the first ends that wait (the outbox's committed events, or the store poll).
+ */
+describe.skipIf(!process.env.DATABASE_URL)('MCP tasks across two instances', () => {
+  let a: TestServer;
+  let b: TestServer;
+  const encryptionKey = randomBytes(32).toString('base64');
+  afterAll(async () => {
+    await b?.close();
+    await a?.close();
+  });
+
+  it('tasks/result on instance B answers the call approved on instance A', async () => {
+    a = await startTestServer({ WORKROOM_ENCRYPTION_KEY: encryptionKey });
+    const db = a.app.services.config.database;
+    if (db.kind !== 'postgres' || !db.schema) throw new Error('expected a PostgreSQL schema');
+    b = await startTestServer({
+      WORKROOM_ENCRYPTION_KEY: encryptionKey,
+      WORKROOM_DATABASE_SCHEMA: db.schema,
+    });
+    const w = await World.create(a.url);
+    const org = await w.org();
+    const channel = await w.channel(org.admin.api);
+    const bot = await w.bot(org.admin.api, { grants: { approval: ['send_message'] } });
+    expectStatus(await org.admin.api.post(`/api/channels/${channel}/members`, { bot_id: bot.id }), 201);
+    const on = (url: string) => async (method: string, params: Record<string, unknown>) =>
+      (
+        await rawMcp(url, {
+          key: bot.key,
+          headers: {
+            'mcp-protocol-version': MODERN,
+            'mcp-method': method,
+            ...(typeof params.name === 'string' ? { 'mcp-name': params.name } : {}),
+          },
+          body: {
+            jsonrpc: '2.0',
+            id: 1,
+            method,
+            params: { ...params, _meta: metaWith({ extensions: { [TASKS_EXT]: {} } }) },
+          },
+        })
+      ).body;
+    const content = uniq('two instances');
+    const { taskId } = (
+      await on(a.url)('tools/call', {
+        name: 'send_message',
+        arguments: { channel_id: channel, content },
+        task: {},
+      })
+    ).result.task;
+    expect((await on(b.url)('tasks/get', { taskId })).result.status).toBe('working');
+    const waiting = on(b.url)('tasks/result', { taskId });
+    expectStatus(await org.admin.api.post(`/api/pending-actions/${taskId}/approve`, {}), 200);
+    const result = (await waiting).result;
+    expect(result.structuredContent).toMatchObject({ content, channel_id: channel });
+    expect((await on(b.url)('tasks/get', { taskId })).result.status).toBe('completed');
   });
 });
