@@ -4,6 +4,7 @@ import { WITHDRAWN } from '../src/operations/approvals/pending-actions.js';
 import { TestClock } from '../src/runtime/clock.js';
 import { expectStatus } from './helpers/client.js';
 import { rawMcp, rawSession, withSdkClient } from './helpers/mcp.js';
+import { waitFor } from './helpers/platform-bots.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
 import { uniq, World, type UserHandle } from './helpers/world.js';
 
@@ -341,6 +342,25 @@ describe('MCP tasks for calls held for approval', () => {
     });
     expect(await channelMessages(content)).toHaveLength(1);
   });
+  it('tasks/result answers -32000 "still working" when nobody decides within its wait (50 s)', async () => {
+    const { taskId } = (await send(rpc, uniq('slow'))).result.task;
+    let answer: any;
+    void rpc('tasks/result', { taskId }).then((r) => (answer = r));
+    // The server's clock moves on until the wait gives up (its timers are on that clock).
+    const r = await waitFor('tasks/result to give up', async () => {
+      clock.advance(5_001);
+      return answer;
+    });
+    expect(r.error.code).toBe(-32000);
+    expect(r.error.message).toContain('still working');
+    expect(r.error.data).toEqual({ taskId, status: 'working' });
+    const task = (await rpc('tasks/get', { taskId })).result;
+    expect(task.status).toBe('working');
+    expect(task.statusMessage).toContain(
+      `Waiting for approval by ${owner.email.split('@')[0]} or an organization admin, until`,
+    );
+  });
+
   // Last: it moves the clock a day on.
   it('a task nobody decided in 24 h has failed (expired); it can no longer be cancelled', async () => {
     const content = uniq('expire me');

@@ -1,5 +1,6 @@
 import type { CommittedEvents } from '../../events/committed.js';
 import type { PendingActionRow } from '../../storage/schema.js';
+import type { ClockTimer } from '../../runtime/clock.js';
 import type { Services } from '../context.js';
 import { withdrawOwn, WITHDRAWN } from './pending-actions.js';
 
@@ -27,6 +28,16 @@ export interface Task {
   pollInterval?: number;
 }
 
+/** Who may approve, in words: the named approvers (the bot's owner first), or the organization's admins. */
+async function approversOf(services: Services, row: PendingActionRow): Promise<string> {
+  const names: string[] = [];
+  for (const id of (JSON.parse(row.approvers) as string[]).slice(0, 5)) {
+    const u = await services.storage.stores.users.get(id);
+    if (u && u.org_id === row.org_id) names.push(u.display_name);
+  }
+  return names.length > 0 ? `${names.join(', ')} or an organization admin` : 'an organization admin';
+}
+
 export const TERMINAL = new Set<TaskStatus>(['completed', 'failed', 'cancelled']);
 
 /** The task a pending action is, at `now` (a pending one past its expiry has failed already). */
@@ -45,7 +56,7 @@ async function taskOf(services: Services, row: PendingActionRow, now: string): P
         statusMessage = `Expired: no one approved it before ${row.expires_at}; it was not run`;
       } else {
         status = 'working';
-        statusMessage = `Waiting for approval by the bot's owner or an approver named on the key's grants, until ${row.expires_at} (pending action ${row.id})`;
+        statusMessage = `Waiting for approval by ${await approversOf(services, row)}, until ${row.expires_at} (pending action ${row.id})`;
       }
       break;
     case 'approved':
@@ -149,7 +160,8 @@ export async function waitOwnTask(
   id: string,
   waitMs: number,
 ): Promise<OwnTask | undefined> {
-  const deadline = Date.now() + waitMs;
+  const { clock } = services;
+  const deadline = clock.now() + waitMs;
   for (;;) {
     let wake: () => void = () => undefined;
     const woken = new Promise<void>((r) => (wake = r));
@@ -168,11 +180,15 @@ export async function waitOwnTask(
       const row = await loadOwn(services, keyId, id);
       if (!row) return undefined;
       const own = await ownOf(services, row);
-      const left = deadline - Date.now();
+      const left = deadline - clock.now();
       if (TERMINAL.has(own.task.status) || left <= 0) return own;
-      let timer: NodeJS.Timeout | undefined;
-      await Promise.race([woken, new Promise<void>((r) => (timer = setTimeout(r, Math.min(POLL_MS, left))))]);
-      clearTimeout(timer);
+      // On the server's clock (a test clock moves it on).
+      let timer: ClockTimer | undefined;
+      await Promise.race([
+        woken,
+        new Promise<void>((r) => (timer = clock.setTimeout(r, Math.min(POLL_MS, left)))),
+      ]);
+      clock.clearTimeout(timer);
     } finally {
       off();
     }
