@@ -151,7 +151,8 @@ export async function listOwnTasks(
 /**
  * The key's task `id` once terminal, or as it is after `waitMs`: woken by the action's
  * pending_action.resolved among the committed events (every instance's, from the outbox), and
- * re-reading the store every POLL_MS besides (an outcome decided elsewhere, an event missed).
+ * re-reading the store every POLL_MS besides (an outcome decided elsewhere, an event missed); `gone`
+ * (the client went away) ends the wait too.
  */
 export async function waitOwnTask(
   services: Services,
@@ -159,6 +160,7 @@ export async function waitOwnTask(
   keyId: string,
   id: string,
   waitMs: number,
+  gone?: AbortSignal,
 ): Promise<OwnTask | undefined> {
   const { clock } = services;
   const deadline = clock.now() + waitMs;
@@ -175,13 +177,15 @@ export async function waitOwnTask(
       )
         wake();
     });
+    const onGone = () => wake();
+    gone?.addEventListener('abort', onGone);
     try {
       // Read after subscribing: an outcome committed in between is either read here or heard.
       const row = await loadOwn(services, keyId, id);
       if (!row) return undefined;
       const own = await ownOf(services, row);
       const left = deadline - clock.now();
-      if (TERMINAL.has(own.task.status) || left <= 0) return own;
+      if (TERMINAL.has(own.task.status) || left <= 0 || gone?.aborted) return own;
       // On the server's clock (a test clock moves it on).
       let timer: ClockTimer | undefined;
       await Promise.race([
@@ -191,6 +195,7 @@ export async function waitOwnTask(
       clock.clearTimeout(timer);
     } finally {
       off();
+      gone?.removeEventListener('abort', onGone);
     }
   }
 }

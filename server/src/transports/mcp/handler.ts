@@ -55,6 +55,8 @@ export interface CallContext {
   idempotencyKey?: string | undefined;
   /** Every instance's committed events (tasks/result waits on them); the bus when not given. */
   events?: CommittedEvents;
+  /** Aborted when the client went away (a waiting tasks/result stops waiting). */
+  gone?: AbortSignal;
   /** Called by a successful initialize with the negotiated version (the transport opens a session). */
   startSession(protocolVersion: string): void;
 }
@@ -123,6 +125,7 @@ export async function dispatch(method: string, params: Params | undefined, cc: C
         keyId: cc.actor.keyId,
         version: cc.version,
         events: cc.events ?? cc.services.bus,
+        gone: cc.gone,
       });
     case 'ping':
       return '{}';

@@ -77,6 +77,15 @@ export function acceptPrefs(accept: string | undefined): { json: number; sse: nu
  * The MCP endpoint (Streamable HTTP, 2025-03-26) of one server: POST for messages, GET for the
  * session's server-message stream, DELETE to end a session. See docs/MCP.md.
  */
+/** Aborted when the client goes away before its answer is written (a waiting tasks/result stops). */
+function goneSignal(res: ServerResponse): AbortSignal {
+  const ac = new AbortController();
+  res.once('close', () => {
+    if (!res.writableFinished) ac.abort();
+  });
+  return ac.signal;
+}
+
 export class McpEndpoint {
   readonly sessions: SessionStore | undefined;
   readonly #listen: ListenHub;
@@ -299,6 +308,7 @@ export class McpEndpoint {
       inBatch: batch,
       version,
       events: this.#events,
+      gone: goneSignal(res),
       idempotencyKey: headerValue(rc.req.headers, 'idempotency-key'),
       startSession: (negotiated) => {
         cc.version = negotiated;
@@ -438,6 +448,7 @@ export class McpEndpoint {
       version: checked.version,
       modern: true,
       events: this.#events,
+      gone: goneSignal(res),
       idempotencyKey: headerValue(rc.req.headers, 'idempotency-key'),
       startSession: () => undefined,
     };

@@ -71,6 +71,7 @@ export interface TaskCall {
   keyId: string;
   version: string;
   events: CommittedEvents;
+  gone?: AbortSignal | undefined;
 }
 
 const taskIdOf = (params: Params | undefined): string => {
@@ -135,7 +136,7 @@ export async function taskMethod(method: string, params: Params | undefined, tc:
     }
     case 'tasks/result': {
       const id = taskIdOf(params);
-      const own = await waitOwnTask(services, tc.events, keyId, id, RESULT_WAIT_MS);
+      const own = await waitOwnTask(services, tc.events, keyId, id, RESULT_WAIT_MS, tc.gone);
       if (!own) throw notFound(id);
       const { task } = own;
       if (task.status === 'working' || task.status === 'input_required')
