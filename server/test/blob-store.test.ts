@@ -9,7 +9,7 @@ import { CHUNK_BYTES } from '../src/storage/blobs-database.js';
 import { moveFilesToDatabase } from '../src/storage/blobs-move.js';
 import { BlobRowStore } from '../src/storage/stores/blobs.js';
 import { expectStatus } from './helpers/client.js';
-import { startTestServer, type TestServer } from './helpers/server.js';
+import { startTestServer, type TestServer, sameDatabaseAs } from './helpers/server.js';
 import { World, type BotHandle, type UserHandle } from './helpers/world.js';
 
 /**
@@ -227,9 +227,7 @@ describe.skipIf(!process.env.DATABASE_URL)('files across two instances on one da
 
   beforeAll(async () => {
     a = await startTestServer({ WORKROOM_ENCRYPTION_KEY: key });
-    const db = a.app.services.config.database;
-    if (db.kind !== 'postgres' || !db.schema) throw new Error('expected a PostgreSQL schema');
-    b = await startTestServer({ WORKROOM_ENCRYPTION_KEY: key, WORKROOM_DATABASE_SCHEMA: db.schema });
+    b = await startTestServer({ WORKROOM_ENCRYPTION_KEY: key, ...sameDatabaseAs(a) });
   });
   afterAll(async () => {
     await b?.close();

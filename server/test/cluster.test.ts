@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { expectStatus } from './helpers/client.js';
 import { LiveClient } from './helpers/realtime.js';
 import { startHaproxy, type Balancer } from './helpers/haproxy.js';
-import { dropSchema, startTestServer, type TestServer } from './helpers/server.js';
+import { dropSchema, startTestServer, type TestServer, sameDatabaseAs } from './helpers/server.js';
 import { World } from './helpers/world.js';
 
 /**
@@ -30,11 +30,9 @@ describe.skipIf(!process.env.DATABASE_URL)('three instances on one database behi
       WORKROOM_RATE_LIMIT_BOT_BURST: String(BURST),
     };
     const first = await startTestServer(shared);
-    const db = first.app.services.config.database;
-    if (db.kind !== 'postgres' || !db.schema) throw new Error('expected a PostgreSQL schema');
     instances.push(first);
     for (let i = 1; i < 3; i++) {
-      instances.push(await startTestServer({ ...shared, WORKROOM_DATABASE_SCHEMA: db.schema }));
+      instances.push(await startTestServer({ ...shared, ...sameDatabaseAs(first) }));
     }
     lb = await startHaproxy(instances.map((s, i) => ({ name: `i${i}`, port: Number(new URL(s.url).port) })));
     w = await World.create(lb.url);

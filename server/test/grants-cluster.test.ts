@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectStatus } from './helpers/client.js';
-import { startTestServer, type TestServer } from './helpers/server.js';
+import { startTestServer, type TestServer, sameDatabaseAs } from './helpers/server.js';
 import { uniq, World } from './helpers/world.js';
 
 /**
@@ -19,12 +19,7 @@ describe.skipIf(!process.env.DATABASE_URL)('agent grants across two instances', 
 
   beforeAll(async () => {
     a = await startTestServer({ WORKROOM_ENCRYPTION_KEY: encryptionKey });
-    const db = a.app.services.config.database;
-    if (db.kind !== 'postgres' || !db.schema) throw new Error('expected a PostgreSQL schema');
-    b = await startTestServer({
-      WORKROOM_ENCRYPTION_KEY: encryptionKey,
-      WORKROOM_DATABASE_SCHEMA: db.schema,
-    });
+    b = await startTestServer({ WORKROOM_ENCRYPTION_KEY: encryptionKey, ...sameDatabaseAs(a) });
     w = await World.create(a.url);
     botId = expectStatus(await w.admin.api.post('/api/bots', { name: uniq('agent') }), 201).bot_id;
     channel = await w.channel(w.admin.api);

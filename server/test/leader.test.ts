@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { TestClock } from '../src/runtime/clock.js';
 import { LEASE_TTL_MS, type LeaderLease } from '../src/scheduler/leader.js';
-import { startTestServer, type TestServer } from './helpers/server.js';
+import { startTestServer, type TestServer, sameDatabaseAs } from './helpers/server.js';
 
 /** The singleton work's lease (scheduler/leader.ts): one leader among the instances of a database. */
 describe('the leader lease', () => {
@@ -24,13 +24,11 @@ describe.skipIf(!process.env.DATABASE_URL)('the leader lease among three instanc
     const key = randomBytes(32).toString('base64');
     const clock = new TestClock();
     const first = await startTestServer({ WORKROOM_ENCRYPTION_KEY: key }, { clock });
-    const db = first.app.services.config.database;
-    if (db.kind !== 'postgres' || !db.schema) throw new Error('expected a PostgreSQL schema');
     instances.push({ srv: first, clock });
     for (let i = 0; i < 2; i++) {
       const c = new TestClock();
       const srv = await startTestServer(
-        { WORKROOM_ENCRYPTION_KEY: key, WORKROOM_DATABASE_SCHEMA: db.schema },
+        { WORKROOM_ENCRYPTION_KEY: key, ...sameDatabaseAs(first) },
         { clock: c },
       );
       instances.push({ srv, clock: c });

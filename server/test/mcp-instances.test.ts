@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SessionSigner } from '../src/transports/mcp/session-token.js';
 import { expectStatus } from './helpers/client.js';
 import { parseSse, rawMcp, rawSession, sseChunk, textOf } from './helpers/mcp.js';
-import { startTestServer, type TestServer } from './helpers/server.js';
+import { startTestServer, type TestServer, sameDatabaseAs } from './helpers/server.js';
 import { World, type BotHandle } from './helpers/world.js';
 
 /** The signed session id itself: what a forged, altered or expired one gets. */
@@ -59,13 +59,7 @@ describe.skipIf(!process.env.DATABASE_URL)('MCP sessions across two instances on
 
   beforeAll(async () => {
     a = await startTestServer({ WORKROOM_ENCRYPTION_KEY: encryptionKey });
-    const db = a.app.services.config.database;
-    if (db.kind !== 'postgres' || !db.schema) throw new Error('expected a PostgreSQL schema');
-    // The second instance uses the first one's schema (its own, unused, is dropped on close).
-    b = await startTestServer({
-      WORKROOM_ENCRYPTION_KEY: encryptionKey,
-      WORKROOM_DATABASE_SCHEMA: db.schema,
-    });
+    b = await startTestServer({ WORKROOM_ENCRYPTION_KEY: encryptionKey, ...sameDatabaseAs(a) });
     w = await World.create(a.url);
     bot = await w.bot(w.admin.api);
     channel = await w.channel(w.admin.api);

@@ -5,7 +5,7 @@ import { TestClock } from '../src/runtime/clock.js';
 import { expectStatus } from './helpers/client.js';
 import { rawMcp, rawSession, withSdkClient } from './helpers/mcp.js';
 import { waitFor } from './helpers/platform-bots.js';
-import { startTestServer, type TestServer } from './helpers/server.js';
+import { startTestServer, type TestServer, sameDatabaseAs } from './helpers/server.js';
 import { uniq, World, type UserHandle } from './helpers/world.js';
 
 /**
@@ -392,12 +392,7 @@ describe.skipIf(!process.env.DATABASE_URL)('MCP tasks across two instances', () 
 
   it('tasks/result on instance B answers the call approved on instance A', async () => {
     a = await startTestServer({ WORKROOM_ENCRYPTION_KEY: encryptionKey });
-    const db = a.app.services.config.database;
-    if (db.kind !== 'postgres' || !db.schema) throw new Error('expected a PostgreSQL schema');
-    b = await startTestServer({
-      WORKROOM_ENCRYPTION_KEY: encryptionKey,
-      WORKROOM_DATABASE_SCHEMA: db.schema,
-    });
+    b = await startTestServer({ WORKROOM_ENCRYPTION_KEY: encryptionKey, ...sameDatabaseAs(a) });
     const w = await World.create(a.url);
     const org = await w.org();
     const channel = await w.channel(org.admin.api);

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Api, expectStatus } from './helpers/client.js';
 import type { CommandForwarder } from '../src/operations/commands/forward.js';
 import { TestBotSocket } from './helpers/bot-socket.js';
-import { startTestServer, type TestServer } from './helpers/server.js';
+import { startTestServer, type TestServer, sameDatabaseAs } from './helpers/server.js';
 import { World, type UserHandle } from './helpers/world.js';
 
 /**
@@ -26,13 +26,11 @@ describe.skipIf(!process.env.DATABASE_URL)('socket delivery on two instances', (
     // Webhook time-outs: 5 s on A (which holds the command bots' sockets), 1 s on B (where users send
     // the commands), so that B gives up on a forwarded command while A still waits for the bot's ack.
     const first = await startTestServer({ ...shared, WORKROOM_WEBHOOK_TIMEOUT: '5s' });
-    const db = first.app.services.config.database;
-    if (db.kind !== 'postgres' || !db.schema) throw new Error('expected a PostgreSQL schema');
     instances.push(
       first,
       await startTestServer({
         ...shared,
-        WORKROOM_DATABASE_SCHEMA: db.schema,
+        ...sameDatabaseAs(first),
         WORKROOM_WEBHOOK_TIMEOUT: '1s',
       }),
     );

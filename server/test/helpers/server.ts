@@ -82,6 +82,16 @@ export async function startTestServer(
   return srv;
 }
 
+/**
+ * The environment that makes another test server an instance of `first`'s database: its PostgreSQL
+ * schema (several instances on one database; the second's own, unused schema is dropped on close).
+ */
+export function sameDatabaseAs(first: TestServer): { WORKROOM_DATABASE_SCHEMA: string } {
+  const db = first.app.services.config.database;
+  if (db.kind !== 'postgres' || !db.schema) throw new Error('expected a PostgreSQL schema');
+  return { WORKROOM_DATABASE_SCHEMA: db.schema };
+}
+
 export async function dropSchema(url: string, schema: string): Promise<void> {
   const client = new pg.Client({ connectionString: url });
   await client.connect();
