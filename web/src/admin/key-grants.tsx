@@ -50,6 +50,52 @@ function ToolChecks(props: {
   );
 }
 
+/** One guard-rail rule: whether it is on, and its "count within minutes". */
+function RuleFields(props: {
+  label: string;
+  on: boolean;
+  onToggle(on: boolean): void;
+  countLabel: string;
+  countMin: number;
+  count: string;
+  onCount(v: string): void;
+  minutes: string;
+  onMinutes(v: string): void;
+}) {
+  return (
+    <>
+      <label class="check">
+        <input type="checkbox" checked={props.on} onChange={(e) => props.onToggle(e.currentTarget.checked)} />
+        {props.label}
+      </label>
+      {props.on && (
+        <div class="checks">
+          <label>
+            {props.countLabel}
+            <input
+              type="number"
+              min={props.countMin}
+              max={1000}
+              value={props.count}
+              onInput={(e) => props.onCount(e.currentTarget.value)}
+            />
+          </label>
+          <label>
+            within minutes
+            <input
+              type="number"
+              min={1}
+              max={1440}
+              value={props.minutes}
+              onInput={(e) => props.onMinutes(e.currentTarget.value)}
+            />
+          </label>
+        </div>
+      )}
+    </>
+  );
+}
+
 /**
  * Edits the grants of one API key (PATCH /api/bots/{botId}/api-keys/{keyId}; docs/API.md "Agent
  * grants"): tools, read-only, the containers (picked from the bot's memberships), the write budgets,
@@ -233,62 +279,28 @@ export function KeyGrantsEditor(props: {
       />
       <fieldset>
         <legend>Guard rails (pause the key until a manager resumes it)</legend>
-        <label class="check">
-          <input type="checkbox" checked={budgetOn} onChange={(e) => setBudgetOn(e.currentTarget.checked)} />
-          Pause when its writes keep meeting a spent budget
-        </label>
-        {budgetOn && (
-          <div class="checks">
-            <label>
-              Refusals
-              <input
-                type="number"
-                min={1}
-                max={1000}
-                value={refusals}
-                onInput={(e) => setRefusals(e.currentTarget.value)}
-              />
-            </label>
-            <label>
-              within minutes
-              <input
-                type="number"
-                min={1}
-                max={1440}
-                value={budgetMinutes}
-                onInput={(e) => setBudgetMinutes(e.currentTarget.value)}
-              />
-            </label>
-          </div>
-        )}
-        <label class="check">
-          <input type="checkbox" checked={burstOn} onChange={(e) => setBurstOn(e.currentTarget.checked)} />
-          Pause when the same text goes to many places
-        </label>
-        {burstOn && (
-          <div class="checks">
-            <label>
-              Places
-              <input
-                type="number"
-                min={2}
-                max={1000}
-                value={targets}
-                onInput={(e) => setTargets(e.currentTarget.value)}
-              />
-            </label>
-            <label>
-              within minutes
-              <input
-                type="number"
-                min={1}
-                max={1440}
-                value={burstMinutes}
-                onInput={(e) => setBurstMinutes(e.currentTarget.value)}
-              />
-            </label>
-          </div>
-        )}
+        <RuleFields
+          label="Pause when its writes keep meeting a spent budget"
+          on={budgetOn}
+          onToggle={setBudgetOn}
+          countLabel="Refusals"
+          countMin={1}
+          count={refusals}
+          onCount={setRefusals}
+          minutes={budgetMinutes}
+          onMinutes={setBudgetMinutes}
+        />
+        <RuleFields
+          label="Pause when the same text goes to many places"
+          on={burstOn}
+          onToggle={setBurstOn}
+          countLabel="Places"
+          countMin={2}
+          count={targets}
+          onCount={setTargets}
+          minutes={burstMinutes}
+          onMinutes={setBurstMinutes}
+        />
       </fieldset>
       <div class="buttons">
         <button type="submit" class="primary" disabled={saving}>
