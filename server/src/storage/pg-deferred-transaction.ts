@@ -89,8 +89,13 @@ async function run<R>(
   return { rows: (r.rows ?? []) as R[], ...(counted ? { numAffectedRows: BigInt(r.rowCount ?? 0) } : {}) };
 }
 
-/** Errors after which a connection must not go back to the pool (not an error PostgreSQL answered). */
-const brokenConnection = (err: unknown): boolean => !(err instanceof pg.DatabaseError);
+/**
+ * Gives a client back to the pool, or destroys it after an error PostgreSQL did not answer itself (a
+ * broken connection must not go back to the pool).
+ */
+function releaseClient(client: pg.PoolClient, err?: unknown): void {
+  client.release(err !== undefined && !(err instanceof pg.DatabaseError) ? (err as Error) : undefined);
+}
 
 /** The one connection of a deferred transaction (Kysely's `DatabaseConnection`, see above). */
 class DeferringConnection implements DatabaseConnection {
@@ -99,6 +104,11 @@ class DeferringConnection implements DatabaseConnection {
   #opening: Promise<pg.PoolClient> | undefined;
 
   constructor(private readonly pool: pg.Pool) {}
+
+  /** Whether BEGIN was sent (or is on its way). */
+  get #opened(): boolean {
+    return this.#opening !== undefined;
+  }
 
   async executeQuery<R>(q: CompiledQuery): Promise<QueryResult<R>> {
     if (DEFERRABLE.has(q.sql)) {
@@ -120,7 +130,7 @@ class DeferringConnection implements DatabaseConnection {
    * one (see `chunks`); otherwise BEGIN, the held chunks, COMMIT.
    */
   async commit(): Promise<void> {
-    if (this.#client === undefined && this.#opening === undefined) {
+    if (!this.#opened) {
       if (this.#held.length === 0) return;
       const parts = chunks(this.#held);
       if (parts.length === 1) {
@@ -149,15 +159,15 @@ class DeferringConnection implements DatabaseConnection {
     try {
       await client.query(sql, [...parameters]);
     } catch (err) {
-      client.release(brokenConnection(err) ? (err as Error) : undefined);
+      releaseClient(client, err);
       throw err;
     }
-    client.release();
+    releaseClient(client);
   }
 
   async rollback(): Promise<void> {
     this.#held = [];
-    if (this.#client === undefined && this.#opening === undefined) return;
+    if (!this.#opened) return;
     const client = await this.#open().catch(() => undefined);
     if (!client) return;
     try {
@@ -174,7 +184,7 @@ class DeferringConnection implements DatabaseConnection {
       try {
         await client.query('begin');
       } catch (err) {
-        client.release(brokenConnection(err) ? (err as Error) : undefined);
+        releaseClient(client, err);
         throw err;
       }
       this.#client = client;
@@ -197,7 +207,7 @@ class DeferringConnection implements DatabaseConnection {
   #release(err?: unknown): void {
     const client = this.#client;
     this.#client = undefined;
-    client?.release(err !== undefined && brokenConnection(err) ? (err as Error) : undefined);
+    if (client) releaseClient(client, err);
   }
 }
 
