@@ -270,3 +270,156 @@ describe.skipIf(Boolean(process.env.DATABASE_URL))('SQLite committed-read cache 
     }
   });
 });
+
+/**
+ * The committed-read cache keeps results across commits that did not write what they read, and drops
+ * every result whose tables a commit wrote: directly, through a trigger, a foreign-key action or a
+ * view, in a group, on its own or joining an open group. Each case reads, writes, then reads again:
+ * a stale row served from the cache fails it.
+ */
+describe.skipIf(Boolean(process.env.DATABASE_URL))('SQLite committed-read cache: what a commit wrote', () => {
+  let dir: string;
+  let handle: DatabaseHandle;
+  let engine: SqliteEngine;
+  let storage: Storage;
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'workroom-footprint-'));
+    handle = openSqlite(join(dir, 'test.db'));
+    engine = handle.sqlite!;
+    storage = new Storage(handle);
+    await storage.migrate();
+    // Through the engine: a schema change is a write it does not understand (the cache starts afresh).
+    for (const ddl of [
+      'create table fp_a (id text primary key, v text)',
+      'create table fp_b (id text primary key, v text)',
+      'create table fp_log (v text)',
+      'create trigger fp_a_log after insert on fp_a begin insert into fp_log (v) values (new.v); end',
+      'create table fp_parent (id text primary key)',
+      'create table fp_child (id text primary key, parent_id text references fp_parent (id) on delete cascade)',
+      'create view fp_joined as select p.id as pid, c.id as cid from fp_parent p join fp_child c on c.parent_id = p.id',
+      'create virtual table fp_fts using fts5(v)',
+    ])
+      await engine.runOutsideTransaction(ddl, []);
+  });
+  afterAll(async () => {
+    await storage.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  const read = <R = Record<string, unknown>>(text: string, ...params: unknown[]) =>
+    (engine.runOutsideTransaction(text, params) as { rows: R[] }).rows;
+  const inTransaction = (text: string, ...params: unknown[]) =>
+    storage.transaction(async () => {
+      engine.run(text, params);
+    });
+
+  it('keeps a result across commits of other tables, drops it with a commit of its own', async () => {
+    await inTransaction('insert into fp_a (id, v) values (?, ?)', 'a1', 'one');
+    const first = read('select v from fp_a where id = ?', 'a1');
+    expect(first).toEqual([{ v: 'one' }]);
+    await inTransaction('insert into fp_b (id, v) values (?, ?)', 'b1', 'x');
+    expect(read('select v from fp_a where id = ?', 'a1')[0]).toBe(first[0]); // kept: the same frozen row
+    await inTransaction('update fp_a set v = ? where id = ?', 'two', 'a1');
+    expect(read('select v from fp_a where id = ?', 'a1')).toEqual([{ v: 'two' }]);
+  });
+
+  it('drops what a trigger wrote', async () => {
+    const count = () => read<{ n: number }>('select count(*) as n from fp_log')[0]!.n;
+    const before = count();
+    await inTransaction('insert into fp_a (id, v) values (?, ?)', newId(), 'logged');
+    expect(count()).toBe(before + 1);
+  });
+
+  it('drops what a foreign-key action wrote, and what a view reads', async () => {
+    await inTransaction('insert into fp_parent (id) values (?)', 'p1');
+    await inTransaction('insert into fp_child (id, parent_id) values (?, ?)', 'c1', 'p1');
+    expect(read('select id from fp_child where parent_id = ?', 'p1')).toEqual([{ id: 'c1' }]);
+    expect(read('select cid from fp_joined where pid = ?', 'p1')).toEqual([{ cid: 'c1' }]);
+    await inTransaction('delete from fp_parent where id = ?', 'p1'); // cascades to fp_child
+    expect(read('select id from fp_child where parent_id = ?', 'p1')).toEqual([]);
+    expect(read('select cid from fp_joined where pid = ?', 'p1')).toEqual([]);
+  });
+
+  it('drops what a write outside a transaction wrote, committed on its own or in the open group', async () => {
+    expect(read('select v from fp_b where id = ?', 'b2')).toEqual([]);
+    await engine.runOutsideTransaction('insert into fp_b (id, v) values (?, ?)', ['b2', 'alone']);
+    expect(read('select v from fp_b where id = ?', 'b2')).toEqual([{ v: 'alone' }]);
+    // A group is open (a transaction released into it): the write joins it, and resolves after its commit.
+    engine.beginTransaction();
+    engine.run('insert into fp_a (id, v) values (?, ?)', [newId(), 'grouped']);
+    engine.endTransaction(true);
+    expect(read('select v from fp_b where id = ?', 'b3')).toEqual([]); // from the reader, cached
+    await engine.runOutsideTransaction('insert into fp_b (id, v) values (?, ?)', ['b3', 'joined']);
+    expect(read('select v from fp_b where id = ?', 'b3')).toEqual([{ v: 'joined' }]);
+  });
+
+  it('a result read while the group was open is dropped by the group commit that wrote its table', () => {
+    engine.beginTransaction();
+    engine.run('insert into fp_b (id, v) values (?, ?)', ['b4', 'pending']);
+    engine.endTransaction(true);
+    expect(read('select v from fp_b where id = ?', 'b4')).toEqual([]); // the last commit, cached
+    engine.commitGroup();
+    expect(read('select v from fp_b where id = ?', 'b4')).toEqual([{ v: 'pending' }]);
+  });
+
+  it('a read of no table, or of a virtual table, is dropped by any commit that wrote', async () => {
+    const fts = () => read<{ n: number }>('select count(*) as n from fp_fts')[0]!.n;
+    const before = fts();
+    const noTable = read('select ? as v', 'x');
+    await inTransaction('insert into fp_b (id, v) values (?, ?)', newId(), 'any');
+    expect(read('select ? as v', 'x')[0]).not.toBe(noTable[0]);
+    await inTransaction('insert into fp_fts (v) values (?)', 'hello');
+    expect(fts()).toBe(before + 1);
+  });
+
+  it('a write to a virtual table empties the cache', async () => {
+    const kept = read('select v from fp_a where id = ?', 'a1');
+    await inTransaction('insert into fp_fts (v) values (?)', 'again');
+    expect(read('select v from fp_a where id = ?', 'a1')[0]).not.toBe(kept[0]);
+  });
+
+  it('stores: a membership added or removed, and a message posted, are seen at once', async () => {
+    const org = await storage.stores.orgs.create('Footprint');
+    const now = nowIso();
+    const channelId = newId();
+    await storage.stores.containers.createChannel({
+      id: channelId,
+      org_id: org.id,
+      name: 'general',
+      description: '',
+      is_private: 0,
+      created_by: null,
+      created_at: now,
+      updated_at: now,
+    });
+    const who = { type: 'user' as const, id: newId() };
+    expect((await storage.stores.containers.getChannelFor(channelId, who))?.is_member).toBe(false);
+    await storage.transaction((s) => s.containers.addMember('channel', channelId, who, now));
+    expect((await storage.stores.containers.getChannelFor(channelId, who))?.is_member).toBe(true);
+    await storage.transaction((s) => s.containers.removeMember('channel', channelId, who));
+    expect((await storage.stores.containers.getChannelFor(channelId, who))?.is_member).toBe(false);
+    // Cached across the commits of messages (and their events and search rows) that do not touch it.
+    const org1 = await storage.stores.orgs.get(org.id);
+    await storage.transaction(async (s) => {
+      await s.messages.insert({
+        id: newId(),
+        org_id: org.id,
+        channel_id: channelId,
+        topic_id: null,
+        dm_room_id: null,
+        sender_type: 'user',
+        sender_id: who.id,
+        bot_id: null,
+        content: 'hello',
+        content_html: null,
+        actions: null,
+        created_at: now,
+        edited_at: null,
+        deleted_at: null,
+      });
+      await s.events.append([{ id: newId(), org_id: org.id, type: 'x', data: '{}', created_at: now }]);
+    });
+    expect(await storage.stores.orgs.get(org.id)).toBe(org1);
+  });
+});

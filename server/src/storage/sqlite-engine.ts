@@ -29,8 +29,8 @@ import {
  * uncommitted group: while one is open they run on a second, read-only connection that sees the last
  * commit (WAL lets it read while the writer writes).
  *
- * Reads outside a transaction are also answered from a committed-read cache, emptied by every commit
- * (see `#results`).
+ * Reads outside a transaction are also answered from a committed-read cache; a commit drops the results
+ * that read a table it wrote (see `#results`).
  *
  * The writer is guarded by a FIFO lock (a transaction owns it until it ends), visible so that
  * `prepared` statements on the request path can run synchronously without Kysely's promise chain
@@ -52,15 +52,32 @@ export class SqliteEngine {
   #checkpointDue = false;
   /** The group's commit came due while a transaction was in progress: commit when it ends. */
   #commitWhenDone = false;
+  #beforeCommit: ((force?: boolean) => boolean | void) | undefined;
+
   /**
    * Runs on the writer right before every COMMIT, in the transaction being committed (and after a write
    * committed on its own): the search index's pending messages (migration 0007). May throw: the
-   * transaction then rolls back. `force`: whatever there is to do, now.
+   * transaction then rolls back. `force`: whatever there is to do, now. Answers whether it wrote
+   * (anything but `false` counts as a write of any table: the committed-read cache starts afresh).
    */
-  beforeCommit: ((force?: boolean) => void) | undefined;
+  get beforeCommit(): ((force?: boolean) => boolean | void) | undefined {
+    return this.#beforeCommit;
+  }
+
+  set beforeCommit(hook: ((force?: boolean) => boolean | void) | undefined) {
+    this.#beforeCommit =
+      hook &&
+      ((force) => {
+        const wrote = hook(force);
+        if (wrote !== false) this.#wroteUnknown();
+        return wrote;
+      });
+  }
 
   /**
-   * @param raw the one writer connection
+   * @param raw the one writer connection. Every write on it goes through this engine (`run`,
+   *   `runOutsideTransaction`, transactions) or `beforeCommit`: the committed-read cache learns from
+   *   them which tables changed (a write straight on `raw` would leave stale results behind).
    * @param reader a read-only connection to the same file, for reads outside transactions while a
    *   group is open (without one, such a read commits the group first).
    */
@@ -76,9 +93,16 @@ export class SqliteEngine {
   /** Runs one statement synchronously on the writer. The caller must own the connection. */
   run<R>(text: string, parameters: readonly unknown[]): QueryResult<R> {
     const stmt = this.statement(text);
-    if (stmt.reader) return { rows: allRows<R>(stmt, parameters) };
-    const { changes, lastInsertRowid } = stmt.run(parameters);
-    return { numAffectedRows: BigInt(changes), insertId: BigInt(lastInsertRowid), rows: [] };
+    if (isRead(stmt)) return { rows: allRows<R>(stmt, parameters) };
+    this.#noteWrite(stmt, text, parameters);
+    try {
+      if (stmt.reader) return { rows: allRows<R>(stmt, parameters) }; // … RETURNING
+      const { changes, lastInsertRowid } = stmt.run(parameters);
+      return { numAffectedRows: BigInt(changes), insertId: BigInt(lastInsertRowid), rows: [] };
+    } finally {
+      // Outside any transaction, the statement committed on its own.
+      if (!this.#group && !this.#inTransaction) this.#committed();
+    }
   }
 
   /**
@@ -108,7 +132,7 @@ export class SqliteEngine {
         }
         return result;
       } finally {
-        this.#clearResults();
+        this.#committed();
       }
     }
     const group = this.#joinGroup();
@@ -135,16 +159,31 @@ export class SqliteEngine {
   /**
    * Committed-read cache: results of reads made outside any transaction (at most `CACHED_ROWS_MAX` rows
    * each, at most `CACHED_RESULTS_MAX` results, `CACHED_ROWS_TOTAL` rows and `CACHED_BYTES_TOTAL` in
-   * all), keyed by SQL and parameters, and emptied by every commit on the writer — the way the
-   * database changes while the server runs (and, within a millisecond, when another process writes to
-   * the file: see `#noticeOtherWriters`). No query of ours asks SQLite for the time or a random value.
-   * So an entry is what the query would return now. Rows are frozen: they are shared by every caller.
-   * (A read whose arguments change on every call, a timestamp say, would only churn it: compare times
-   * in code instead, as `findByToken` does.)
+   * all), keyed by SQL and parameters. Each result remembers the tables its statement reads, and a
+   * commit drops the results that read a table it wrote: the tables every write statement writes are
+   * known from its program (`footprint`: EXPLAIN, triggers and foreign-key actions included), gathered
+   * until the commit (`#written`). What is not understood counts as every table: a result whose
+   * statement reads a virtual table, or no table at all, is dropped by any commit that wrote; a commit
+   * that wrote a virtual table, changed the schema or ran `beforeCommit`'s indexing drops every result.
+   * So the sign-in, channel and membership reads every request makes outlive the commits of messages
+   * and events (measured: bench/notes/post-sqlite-profile.md). Another process writing to the file is
+   * noticed within a millisecond (`#noticeOtherWriters`) and empties the cache. No query of ours asks
+   * SQLite for the time or a random value. So an entry is what the query would return now. Rows are
+   * frozen: they are shared by every caller. (A read whose arguments change on every call, a timestamp
+   * say, would only churn it: compare times in code instead, as `findByToken` does.)
    */
-  readonly #results = new Map<string, unknown[]>();
+  readonly #results = new Map<string, CachedResult>();
+  /** Keys of the cached results by table read (`ANY_TABLE`: results whose tables are not known). */
+  readonly #byTable = new Map<string, Set<string>>();
   #cachedRows = 0;
   #cachedBytes = 0;
+  /** Tables written since the last commit; `#writtenAll`: a write whose tables are not known. */
+  readonly #written = new Set<string>();
+  #writtenAll = false;
+  /** A statement whose writes are not known ran (a schema change, say): footprints are worked out again. */
+  #schemaMayChange = false;
+  /** Footprints of statements by SQL text (dropped when the schema may have changed). */
+  readonly #footprints = new Map<string, Footprint>();
 
   #dataVersion: BetterSqlite3.Statement | undefined;
   #lastDataVersion: unknown;
@@ -152,27 +191,90 @@ export class SqliteEngine {
 
   /**
    * Another process writing to the file (an operator's sqlite3 session, a second server started by
-   * mistake) bypasses our commits: the reader's `data_version` tells, checked at most once a
-   * millisecond, and the cache starts afresh when it moved.
+   * mistake) bypasses our commits: the writer's `data_version` tells (it moves with every other
+   * connection's commit, never with its own), checked at most once a millisecond, and the cache starts
+   * afresh when it moved (the schema may have changed too: footprints are worked out again).
    */
   #noticeOtherWriters(): void {
     if (!this.reader) return; // in-memory: no other connection can exist
     const now = performance.now();
     if (now - this.#checkedAt < 1) return;
     this.#checkedAt = now;
-    this.#dataVersion ??= this.reader.prepare('pragma data_version').pluck();
+    this.#dataVersion ??= this.raw.prepare('pragma data_version').pluck();
     const v = this.#dataVersion.get();
     if (v !== this.#lastDataVersion) {
       this.#lastDataVersion = v;
       this.#clearResults();
+      this.#footprints.clear();
     }
   }
 
   #clearResults(): void {
     if (this.#results.size === 0) return;
     this.#results.clear();
+    this.#byTable.clear();
     this.#cachedRows = 0;
     this.#cachedBytes = 0;
+  }
+
+  #footprint(stmt: BetterSqlite3.Statement, text: string, parameters: readonly unknown[]): Footprint {
+    let f = this.#footprints.get(text);
+    if (!f) {
+      if (this.#footprints.size >= 2000) this.#footprints.clear();
+      f = footprint(this.raw, stmt, text, parameters);
+      this.#footprints.set(text, f);
+    }
+    return f;
+  }
+
+  /** Notes the tables a write statement (about to run on the writer) writes, for the next commit. */
+  #noteWrite(stmt: BetterSqlite3.Statement, text: string, parameters: readonly unknown[]): void {
+    const { writes } = this.#footprint(stmt, text, parameters);
+    if (writes === null) {
+      this.#schemaMayChange = true;
+      this.#wroteUnknown();
+    } else for (const t of writes) this.#written.add(t);
+  }
+
+  /** A write whose tables are not known: the next commit empties the cache (now, if none is open). */
+  #wroteUnknown(): void {
+    if (this.#writtenAll && (this.#group || this.#inTransaction)) return;
+    this.#writtenAll = true;
+    if (!this.#group && !this.#inTransaction) this.#committed();
+  }
+
+  /** After a commit (or what may have been one): drops the results that read what it wrote. */
+  #committed(): void {
+    if (this.#writtenAll) {
+      this.#writtenAll = false;
+      this.#written.clear();
+      this.#clearResults();
+      if (this.#schemaMayChange) {
+        this.#schemaMayChange = false;
+        this.#footprints.clear();
+      }
+      return;
+    }
+    if (this.#written.size === 0) return;
+    if (this.#results.size > 0) {
+      for (const t of this.#written) this.#dropReadersOf(t);
+      this.#dropReadersOf(ANY_TABLE);
+    }
+    this.#written.clear();
+  }
+
+  #dropReadersOf(table: string): void {
+    const keys = this.#byTable.get(table);
+    if (!keys) return;
+    this.#byTable.delete(table);
+    for (const key of keys) {
+      const entry = this.#results.get(key);
+      if (!entry) continue;
+      this.#results.delete(key);
+      this.#cachedRows -= entry.rows.length;
+      this.#cachedBytes -= entry.bytes;
+      for (const t of entry.tables) if (t !== table) this.#byTable.get(t)?.delete(key);
+    }
   }
 
   #committedRows<R>(
@@ -185,28 +287,34 @@ export class SqliteEngine {
       this.#group || this.#inTransaction ? cached(this.#readStatements, this.reader!, text) : stmt;
     this.#noticeOtherWriters();
     const key = cacheKey(text, parameters);
-    let rows = this.#results.get(key) as R[] | undefined;
-    if (!rows) {
-      rows = allRows<R>(source, parameters);
-      const bytes = rows.length <= CACHED_ROWS_MAX ? approximateSize(rows) : Infinity;
-      if (bytes <= CACHED_BYTES_TOTAL / 8) {
-        for (const r of rows) Object.freeze(r);
-        Object.freeze(rows);
-        // A bound on what the cache holds (results, rows, bytes), whatever the queries: start afresh.
-        if (
-          this.#results.size >= CACHED_RESULTS_MAX ||
-          this.#cachedRows + rows.length > CACHED_ROWS_TOTAL ||
-          this.#cachedBytes + bytes > CACHED_BYTES_TOTAL
-        )
-          this.#clearResults();
-        this.#results.set(key, rows);
-        this.#cachedRows += rows.length;
-        this.#cachedBytes += bytes;
+    const hit = this.#results.get(key);
+    if (hit) return { rows: hit.rows.slice() as R[] };
+    const rows = allRows<R>(source, parameters);
+    const bytes = rows.length <= CACHED_ROWS_MAX ? approximateSize(rows) : Infinity;
+    if (bytes <= CACHED_BYTES_TOTAL / 8) {
+      const reads = this.#footprint(stmt, text, parameters).reads;
+      // A bound on what the cache holds (results, rows, bytes), whatever the queries: start afresh.
+      if (
+        this.#results.size >= CACHED_RESULTS_MAX ||
+        this.#cachedRows + rows.length > CACHED_ROWS_TOTAL ||
+        this.#cachedBytes + bytes > CACHED_BYTES_TOTAL
+      )
+        this.#clearResults();
+      for (const r of rows) Object.freeze(r);
+      const tables = reads === null || reads.length === 0 ? [ANY_TABLE] : reads;
+      this.#results.set(key, { rows: Object.freeze(rows), bytes, tables });
+      for (const t of tables) {
+        let keys = this.#byTable.get(t);
+        if (!keys) this.#byTable.set(t, (keys = new Set()));
+        keys.add(key);
       }
+      this.#cachedRows += rows.length;
+      this.#cachedBytes += bytes;
+      // A fresh array each time: callers may reorder what they get (Kysely's migrator sorts its rows
+      // in place, which threw on a restart with two migrations or more); the rows themselves stay frozen.
+      return { rows: rows.slice() };
     }
-    // A fresh array each time: callers may reorder what they get (Kysely's migrator sorts its rows in
-    // place, which threw on a restart with two migrations or more); the rows themselves stay frozen.
-    return { rows: Object.isFrozen(rows) ? rows.slice() : rows };
+    return { rows };
   }
 
   // --- transactions and group commit ---
@@ -255,7 +363,10 @@ export class SqliteEngine {
         }
       this.statement(commit ? 'commit' : 'rollback').run();
     }
-    if (commit) this.#clearResults();
+    // Kysely's own transactions are migrations: whatever they did, the cache starts afresh.
+    this.#writtenAll = true;
+    this.#schemaMayChange = true;
+    this.#committed();
   }
 
   get inTransaction(): boolean {
@@ -269,9 +380,9 @@ export class SqliteEngine {
     this.#group = undefined;
     try {
       if (!this.raw.inTransaction) throw new Error('the group transaction was rolled back by SQLite');
-      this.beforeCommit?.();
+      this.#beforeCommit?.();
       this.statement('commit').run();
-      this.#clearResults();
+      this.#committed();
       this.groupCommits++;
       group.resolve();
       if (this.#checkpointDue) this.#checkpoint();
@@ -281,6 +392,9 @@ export class SqliteEngine {
       } catch {
         // the connection is broken: the members still hear of the failure below
       }
+      // Nothing of the group was kept; the cache starts afresh all the same (a cheap certainty).
+      this.#writtenAll = true;
+      this.#committed();
       group.reject(err);
     }
   }
@@ -375,6 +489,106 @@ function cached(cache: Map<string, BetterSqlite3.Statement>, db: BetterSqlite3.D
     cache.set(text, stmt);
   }
   return stmt;
+}
+
+interface CachedResult {
+  rows: readonly unknown[];
+  bytes: number;
+  /** The tables its statement reads (`ANY_TABLE` when not known). */
+  tables: readonly string[];
+}
+
+/** What a statement reads and writes: table names (an index counts as its table); null: not known. */
+interface Footprint {
+  reads: readonly string[] | null;
+  writes: readonly string[] | null;
+}
+
+/** The cache's name for "the tables of this result are not known": dropped by any commit that wrote. */
+const ANY_TABLE = '\u0000any';
+
+/**
+ * Opcodes of a statement's program (EXPLAIN lists the programs of its triggers and foreign-key actions
+ * after its own) that reach b-trees by root page: cursors opened for reading or writing, a table
+ * emptied at once. P5's OPFLAG_P2ISREG (0x10): the root page is in a register (a table being created).
+ */
+const OPENS_FOR_READ = new Set(['OpenRead', 'ReopenIdx']);
+/** Opcodes whose effect on tables the program does not show: virtual tables, schema changes and the like. */
+const UNKNOWN_EFFECT = new Set([
+  'VOpen',
+  'VFilter',
+  'VUpdate',
+  'VCreate',
+  'VDestroy',
+  'VBegin',
+  'VRename',
+  'VCheck',
+  'VInitIn',
+  'Destroy',
+  'CreateBtree',
+  'ParseSchema',
+  'DropTable',
+  'DropIndex',
+  'DropTrigger',
+  'SqlExec',
+  'Vacuum',
+  'IncrVacuum',
+  'LoadAnalysis',
+  'Expire',
+]);
+const OPFLAG_P2ISREG = 0x10;
+
+interface ExplainRow {
+  opcode: string;
+  p1: number;
+  p2: number;
+  p3: number;
+  p5: number;
+}
+
+/**
+ * The tables `text` reads and writes, from its program (EXPLAIN, on the writer, with the parameters of
+ * its first run: they are bound, never executed). A root page that is not a table's or an index's of
+ * the main schema (a temporary table, sqlite_schema itself), or an opcode in `UNKNOWN_EFFECT`, makes
+ * the side it is on unknown; so does any failure.
+ */
+function footprint(
+  db: BetterSqlite3.Database,
+  stmt: BetterSqlite3.Statement,
+  text: string,
+  parameters: readonly unknown[],
+): Footprint {
+  try {
+    const program = db.prepare(`explain ${text}`).all(parameters) as ExplainRow[];
+    const tableOf = new Map<number, string>();
+    for (const r of db.prepare('select rootpage, tbl_name from sqlite_schema where rootpage > 0').raw().all())
+      tableOf.set((r as [number, string])[0], (r as [number, string])[1]);
+    let reads: Set<string> | null = new Set();
+    let writes: Set<string> | null = new Set();
+    const add = (side: Set<string> | null, root: number, schema: number, p5: number) => {
+      if (side === null) return null;
+      const table = schema === 0 && (p5 & OPFLAG_P2ISREG) === 0 ? tableOf.get(root) : undefined;
+      if (table === undefined) return null;
+      side.add(table);
+      return side;
+    };
+    for (const op of program) {
+      if (OPENS_FOR_READ.has(op.opcode)) reads = add(reads, op.p2, op.p3, op.p5);
+      else if (op.opcode === 'OpenWrite') writes = add(writes, op.p2, op.p3, op.p5);
+      else if (op.opcode === 'Clear') writes = add(writes, op.p1, op.p2, 0);
+      else if (UNKNOWN_EFFECT.has(op.opcode)) {
+        reads = null;
+        writes = null;
+      }
+    }
+    // A read statement that writes nothing, whatever its program says (and the reverse for writes).
+    return {
+      reads: reads && [...reads],
+      writes: isRead(stmt) ? [] : writes && [...writes],
+    };
+  } catch {
+    return { reads: null, writes: null };
+  }
 }
 
 const CACHED_RESULTS_MAX = 2000;

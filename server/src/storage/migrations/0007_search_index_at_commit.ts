@@ -78,12 +78,13 @@ export const INDEX_PENDING_AT = { rows: 128, ms: 250 };
  * `at.rows` messages are pending, or the first has waited `at.ms` (or when forced), the pending
  * messages go into the index and the list is emptied, in the transaction being committed. Outside a
  * transaction (a statement committed on its own) it opens one, so that both happen together or not at
- * all. Undefined when the database has no pending list (migration 0007 not applied yet).
+ * all. Undefined when the database has no pending list (migration 0007 not applied yet). The hook
+ * answers whether it wrote (the engine's committed-read cache then starts afresh: sqlite-engine.ts).
  */
 export function indexPendingMessages(
   raw: BetterSqlite3.Database,
   at: { rows: number; ms: number } = INDEX_PENDING_AT,
-): ((force?: boolean) => void) | undefined {
+): ((force?: boolean) => boolean) | undefined {
   const table = raw
     .prepare(`select 1 from sqlite_master where type = 'table' and name = 'messages_fts_pending'`)
     .get();
@@ -102,13 +103,14 @@ export function indexPendingMessages(
     const n = count.get() as number;
     if (n === 0) {
       waitingSince = undefined;
-      return;
+      return false;
     }
     const now = performance.now();
     waitingSince ??= now;
-    if (!force && n < at.rows && now - waitingSince < at.ms) return;
+    if (!force && n < at.rows && now - waitingSince < at.ms) return false;
     if (raw.inTransaction) both();
     else inTransaction();
     waitingSince = undefined;
+    return true;
   };
 }
