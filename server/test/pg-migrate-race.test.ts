@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
+import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
 import { openPostgres } from '../src/storage/database.js';
 import { Storage } from '../src/storage/storage.js';
@@ -43,4 +44,26 @@ describe.skipIf(!process.env.DATABASE_URL)('PostgreSQL migrations beside schemas
       await churn.end();
     }
   }, 60_000);
+
+  it('PGOPTIONS reaches every connection beside the schema’s search_path, on every pooled connection', async () => {
+    const url = process.env.DATABASE_URL!;
+    const schema = `wr_opts_${randomBytes(6).toString('hex')}`;
+    const handle = await openPostgres(url, schema, 2, true, '-c statement_timeout=12345');
+    try {
+      const { rows } = await sql<{ timeout: string; path: string }>`
+        select current_setting('statement_timeout') as timeout, current_setting('search_path') as path`.execute(
+        handle.db,
+      );
+      expect(rows[0]).toEqual({ timeout: '12345ms', path: `"${schema}"` });
+      const pool = handle.pgPool!;
+      const clients = await Promise.all([pool.connect(), pool.connect()]);
+      for (const c of clients) {
+        expect((await c.query('show statement_timeout')).rows[0]).toEqual({ statement_timeout: '12345ms' });
+        c.release();
+      }
+    } finally {
+      await handle.close();
+      await dropSchema(url, schema);
+    }
+  });
 });

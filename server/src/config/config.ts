@@ -68,6 +68,8 @@ const envSchema = z.object({
     .optional(),
   WORKROOM_DATABASE_POOL_SIZE: int(10, 1, 200),
   WORKROOM_DATABASE_NAMED_STATEMENTS: bool(true),
+  /** libpq's session settings, also honoured with a schema (see storage/database.ts, sessionOptions). */
+  PGOPTIONS: z.string().optional(),
   WORKROOM_ADMIN_EMAIL: z.email().default('admin@workroom.local'),
   WORKROOM_ADMIN_PASSWORD: z.string().min(8, 'must have at least 8 characters').optional(),
   WORKROOM_ORG_NAME: z.string().min(1).max(200).default('Workroom'),
@@ -210,6 +212,8 @@ export interface Config {
         poolSize: number;
         /** Hot statements as server-side prepared statements (off behind an old transaction-mode PgBouncer). */
         namedStatements: boolean;
+        /** PGOPTIONS: session settings for every connection (`-c statement_timeout=30s` …). */
+        sessionOptions: string | undefined;
       };
   admin: { email: string; password: string | undefined; orgName: string };
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
@@ -389,6 +393,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
           schema: e.WORKROOM_DATABASE_SCHEMA,
           poolSize: e.WORKROOM_DATABASE_POOL_SIZE,
           namedStatements: e.WORKROOM_DATABASE_NAMED_STATEMENTS,
+          sessionOptions: e.PGOPTIONS,
         }
       : { kind: 'sqlite', file: `${dataDir}/workroom.db` },
     admin: {

@@ -164,11 +164,26 @@ const pgTypes = {
     oid === PG_INT8 ? (v: string) => Number(v) : pg.types.getTypeParser(oid, format as 'text')) as never,
 };
 
+/**
+ * Session settings for every pooled connection: the operator's `PGOPTIONS` (as libpq and psql read it,
+ * e.g. `-c statement_timeout=30s`), then our schema's search_path. node-postgres reads PGOPTIONS only
+ * when no `options` are given, and a schema gives them, so they are joined here. (CI's PostgreSQL
+ * stage sets `-c synchronous_commit=off`: see .ci/run.)
+ */
+function sessionOptions(operator: string | undefined, schema: string | undefined): { options?: string } {
+  const options = [operator?.trim(), schema ? `-c search_path="${schema}"` : undefined]
+    .filter(Boolean)
+    .join(' ');
+  return options ? { options } : {};
+}
+
 export async function openPostgres(
   url: string,
   schema: string | undefined,
   poolSize: number,
   namedStatements = true,
+  /** Session settings for every connection, in PGOPTIONS form (`-c name=value …`). */
+  pgOptions?: string,
 ): Promise<DatabaseHandle> {
   if (schema) {
     // Create the schema once, then point every pooled connection's search_path at it.
@@ -189,7 +204,7 @@ export async function openPostgres(
     connectionString: url,
     max: poolSize,
     types: pgTypes,
-    ...(schema ? { options: `-c search_path="${schema}"` } : {}),
+    ...sessionOptions(pgOptions, schema),
   });
   if (namedStatements) useNamedStatements(pool);
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
@@ -198,7 +213,7 @@ export async function openPostgres(
       connectionString: url,
       max: READERS,
       types: pgTypes,
-      ...(schema ? { options: `-c search_path="${schema}"` } : {}),
+      ...sessionOptions(pgOptions, schema),
     }),
   );
   return {
@@ -223,7 +238,7 @@ export async function openPostgres(
 export async function openDatabase(config: Config['database']): Promise<DatabaseHandle> {
   return config.kind === 'sqlite'
     ? openSqlite(config.file)
-    : openPostgres(config.url, config.schema, config.poolSize, config.namedStatements);
+    : openPostgres(config.url, config.schema, config.poolSize, config.namedStatements, config.sessionOptions);
 }
 
 /** Applies the pending migrations (up to `target` when given: tests of a migration over existing data). */
