@@ -1,10 +1,11 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { startApp, type RunningApp } from '../../src/app.js';
 import { loadConfig } from '../../src/config/config.js';
+import { migrate, openDatabase } from '../../src/storage/database.js';
 
 export const ADMIN_EMAIL = 'admin@test.local';
 export const ADMIN_PASSWORD = 'admin-password-1';
@@ -25,6 +26,30 @@ export interface TestServer {
    * through the time the server was not running. `app` is the new server afterwards.
    */
   restart(whileDown?: () => void | Promise<void>): Promise<void>;
+}
+
+/**
+ * A SQLite database file with every migration applied, made once per test process: each new SQLite
+ * test server starts from a copy instead of migrating a new file (about 300 ms of CPU and 0.8 s each
+ * under CI load, for some 150 servers a run). The migrations themselves still run here, in every
+ * worker, and on PostgreSQL for every test server; search-migration and pg-migrate-race test them over
+ * existing data, and the process tests (cli-start, ops-safe-start) start empty data directories.
+ */
+let migratedSqlite: Promise<string> | undefined;
+function migratedSqliteTemplate(): Promise<string> {
+  migratedSqlite ??= (async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'workroom-template-'));
+    process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
+    const file = join(dir, 'workroom.db');
+    const handle = await openDatabase({ kind: 'sqlite', file });
+    try {
+      await migrate(handle);
+    } finally {
+      await handle.close(); // the last connection's close checkpoints the WAL into the file
+    }
+    return file;
+  })();
+  return migratedSqlite;
 }
 
 export async function startTestServer(
@@ -56,6 +81,8 @@ export async function startTestServer(
   });
   let app: RunningApp;
   try {
+    if (config.database.kind === 'sqlite' && !existsSync(config.database.file))
+      copyFileSync(await migratedSqliteTemplate(), config.database.file);
     app = await startApp(config, appOptions);
   } catch (err) {
     // A server that failed to start leaves nothing behind either.
