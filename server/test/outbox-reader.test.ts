@@ -113,6 +113,38 @@ describe('outbox reader', () => {
     expect(own.stats.sharedReads - shared0).toBeGreaterThanOrEqual(30);
   }, 90_000);
 
+  it('checks a row once however often it is read, and again once its text changed (then dead-letters it)', async () => {
+    const storage = srv.app.services.storage;
+    const org = await storage.stores.orgs.create(`checked-${randomUUID()}`);
+    const before = await reader.head();
+    const id = randomUUID();
+    await storage.transaction((s) =>
+      s.events.append([
+        {
+          id,
+          org_id: org.id,
+          type: 'resources.changed',
+          data: JSON.stringify({ bot_ids: [randomUUID()] }),
+          created_at: new Date().toISOString(),
+        },
+      ]),
+    );
+    const find = async () => (await readAll(before)).find((e) => e.id === id);
+    const first = await find();
+    expect(first?.type).toBe('resources.changed');
+    const reused = reader.stats.checksReused;
+    const second = await find();
+    expect(second?.data).toEqual(first?.data);
+    expect(reader.stats.checksReused).toBeGreaterThan(reused);
+    // The same id with another text (changed in place): checked again, and it fails.
+    const dead = reader.stats.deadLettered;
+    await storage.transaction((s) =>
+      s.db.updateTable('events').set({ data: '{"bot_ids": 5}' }).where('id', '=', id).execute(),
+    );
+    expect(await find()).toBeUndefined();
+    expect(reader.stats.deadLettered).toBe(dead + 1);
+  });
+
   describe.runIf(process.env.DATABASE_URL)('PostgreSQL: commits in reverse seq order', () => {
     let a: pg.Client;
     let b: pg.Client;

@@ -7,6 +7,7 @@ import type { EventDeadLetterRow } from '../storage/schema.js';
 import type { Storage } from '../storage/storage.js';
 import { EventStore } from '../storage/stores/events.js';
 import type { Executor } from '../storage/stores/executor.js';
+import { prepared } from '../storage/stores/prepared.js';
 import type { EventBus } from './bus.js';
 
 /**
@@ -112,6 +113,51 @@ export interface OutboxReaderOptions {
  */
 export const OUTBOX_CHANNEL = 'workroom_outbox';
 
+// The reads every wake makes (each consumer, after each commit): prepared once, not rebuilt by Kysely
+// on every call, and run at once on SQLite (storage/stores/prepared.ts).
+const COLUMNS = ['seq', 'id', 'org_id', 'type', 'data', 'created_at'] as const;
+const POSITION = sql<number>`position`.as('position');
+const SEQ_AS_POSITION = sql<number>`seq`.as('position');
+const AFTER_POSITION = prepared((db, after: number, n: number) =>
+  db
+    .selectFrom('events')
+    .select([POSITION, ...COLUMNS])
+    .where(sql`position`, '>', after)
+    .orderBy(sql`position`)
+    .limit(n),
+);
+const AFTER_SEQ = prepared((db, after: number, n: number) =>
+  db
+    .selectFrom('events')
+    .select([SEQ_AS_POSITION, ...COLUMNS])
+    .where('seq', '>', after)
+    .orderBy('seq')
+    .limit(n),
+);
+const RANGE_BY_POSITION = prepared((db, orgId: string, after: number, upTo: number, n: number) =>
+  db
+    .selectFrom('events')
+    .select([POSITION, ...COLUMNS])
+    .where('org_id', '=', orgId)
+    .where(sql`position`, '>', after)
+    .where(sql`position`, '<=', upTo)
+    .orderBy(sql`position`)
+    .limit(n),
+);
+const RANGE_BY_SEQ = prepared((db, orgId: string, after: number, upTo: number, n: number) =>
+  db
+    .selectFrom('events')
+    .select([SEQ_AS_POSITION, ...COLUMNS])
+    .where('org_id', '=', orgId)
+    .where('seq', '>', after)
+    .where('seq', '<=', upTo)
+    .orderBy('seq')
+    .limit(n),
+);
+
+/** Rows checked recently, by event id (see `#check`): more than one consumer reads each event. */
+const CHECKED_MAX = 4096;
+
 type Wake = () => void;
 
 export class OutboxReader {
@@ -134,8 +180,11 @@ export class OutboxReader {
   readonly #instance = randomUUID();
   /** Dead-lettered event ids this process has logged already (a trailing one is read again). */
   readonly #dead = new Set<string>();
-  /** Rows found not to match their schema (by this reader, since it started): see "Dead letters". */
-  readonly stats = { deadLettered: 0, sharedReads: 0 };
+  /**
+   * Rows found not to match their schema (by this reader, since it started): see "Dead letters"; reads
+   * shared by consumers (`#sharedRead`); rows whose check was not repeated (`#passed`).
+   */
+  readonly stats = { deadLettered: 0, sharedReads: 0, checksReused: 0 };
   /** Wakes so far, and the in-memory consumers' reads in flight since the last one (see #sharedRead). */
   #wakes = 0;
   readonly #reads = new Map<string, { wake: number; events: Promise<OutboxEvent[]> }>();
@@ -196,14 +245,9 @@ export class OutboxReader {
 
   /** Events after `position`, in position order; through `db` (e.g. an open transaction) if given. */
   readAfter(position: number, limit: number, db: Executor = this.storage.stores.db): Promise<OutboxEvent[]> {
-    const read = (after: number, n: number): Promise<OutboxRow[]> => {
-      const q = this.usesSequencer
-        ? sql<OutboxRow>`select position, seq, id, org_id, type, data, created_at from events
-            where position > ${after} order by position limit ${n}`
-        : sql<OutboxRow>`select seq as position, seq, id, org_id, type, data, created_at from events
-            where seq > ${after} order by seq limit ${n}`;
-      return q.execute(db).then((r) => r.rows);
-    };
+    const query = this.usesSequencer ? AFTER_POSITION : AFTER_SEQ;
+    const read = (after: number, n: number): Promise<OutboxRow[]> =>
+      query(db, after, n).then((r) => r.rows as OutboxRow[]);
     return this.#checked(read, position, limit, db);
   }
 
@@ -237,14 +281,9 @@ export class OutboxReader {
   /** Events of one organization with `after < position <= upTo`, in order, at most `limit` (resume). */
   readRange(orgId: string, after: number, upTo: number, limit: number): Promise<OutboxEvent[]> {
     const db = this.storage.stores.db;
-    const read = (from: number, n: number): Promise<OutboxRow[]> => {
-      const q = this.usesSequencer
-        ? sql<OutboxRow>`select position, seq, id, org_id, type, data, created_at from events
-            where org_id = ${orgId} and position > ${from} and position <= ${upTo} order by position limit ${n}`
-        : sql<OutboxRow>`select seq as position, seq, id, org_id, type, data, created_at from events
-            where org_id = ${orgId} and seq > ${from} and seq <= ${upTo} order by seq limit ${n}`;
-      return q.execute(db).then((r) => r.rows);
-    };
+    const query = this.usesSequencer ? RANGE_BY_POSITION : RANGE_BY_SEQ;
+    const read = (from: number, n: number): Promise<OutboxRow[]> =>
+      query(db, orgId, from, upTo, n).then((r) => r.rows as OutboxRow[]);
     return this.#checked(read, after, limit, db);
   }
 
@@ -288,14 +327,30 @@ export class OutboxReader {
     }
   }
 
+  /**
+   * Rows that passed their check, by event id, with the type and data text checked: every event is read
+   * by more than one consumer (the webhook fan-out in its transaction, the live feed and the committed
+   * events after each wake), and a row whose type and text are the ones checked needs no second
+   * JSON.parse and schema check. Anything else (another row under that id, a row never seen) is checked.
+   */
+  readonly #passed = new Map<string, { type: string; json: string; event: TypedEventData }>();
+
   #check(r: OutboxRow): { event: OutboxEvent } | { error: EventDeadLetterRow } {
-    let data: unknown;
+    const seen = this.#passed.get(r.id);
     let parsed: ReturnType<typeof parseEvent>;
-    try {
-      data = JSON.parse(r.data);
-      parsed = parseEvent(r.type, data);
-    } catch {
-      parsed = { ok: false, error: 'data is not JSON' };
+    if (seen && seen.type === r.type && seen.json === r.data) {
+      parsed = { ok: true, event: seen.event };
+      this.stats.checksReused++;
+    } else {
+      try {
+        parsed = parseEvent(r.type, JSON.parse(r.data));
+      } catch {
+        parsed = { ok: false, error: 'data is not JSON' };
+      }
+      if (parsed.ok) {
+        if (this.#passed.size >= CHECKED_MAX) this.#passed.clear();
+        this.#passed.set(r.id, { type: r.type, json: r.data, event: parsed.event });
+      }
     }
     const position = Number(r.position);
     if (parsed.ok) {
