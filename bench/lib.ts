@@ -408,3 +408,20 @@ export async function seed(
   await api(url, 'POST', `/api/channels/${channel.id}/members`, token, { bot_id: bot.bot_id });
   return { token, channelId: channel.id, botId: bot.bot_id, botKey: key.key };
 }
+
+/**
+ * The CPU time (ms) of the PostgreSQL backends whose connections carry `application_name` = `appName`
+ * (set PGAPPNAME in a server's environment; pg reads it), looked up with psql on each call: PostgreSQL's
+ * CPU per request for one server even while other work shares the database. For LoadOptions.otherCpu.
+ */
+export function pgBackendCpu(databaseUrl: string, appName: string): () => number {
+  return () => {
+    const r = spawnSync(
+      'psql',
+      [databaseUrl, '-Atc', `select pid from pg_stat_activity where application_name = '${appName}'`],
+      { encoding: 'utf8' },
+    );
+    const pids = r.stdout.split('\n').filter(Boolean).map(Number);
+    return pids.reduce((sum, pid) => sum + cpuMsOf(pid), 0);
+  };
+}

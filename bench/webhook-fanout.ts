@@ -118,6 +118,8 @@ const rx = await startReceiver();
 const pgUrl = process.env.BENCH_PG_URL;
 const wr = await startWorkroom({
   WORKROOM_ALLOW_PRIVATE_WEBHOOK_URLS: 'true',
+  // 50 bots (+ the seed's) registered by one member: above the default quota of 20.
+  WORKROOM_QUOTA_BOTS_PER_MEMBER: String(BOTS + 10),
   ...(pgUrl ? { DATABASE_URL: pgUrl } : {}),
 });
 try {
@@ -250,6 +252,7 @@ try {
     const runOn = async (subscribed: boolean): Promise<LoadResult> => {
       const fresh = await startWorkroom({
         WORKROOM_ALLOW_PRIVATE_WEBHOOK_URLS: 'true',
+        WORKROOM_QUOTA_BOTS_PER_MEMBER: String(BOTS + 10),
         ...(pgUrl ? { DATABASE_URL: pgUrl } : {}),
       });
       try {
