@@ -225,6 +225,42 @@ describe(`store contract: deliveries (${dialectName()})`, () => {
     expect(await d().get('rolled-back')).toBeUndefined();
   });
 
+  it.runIf(dialectName() === 'postgres')(
+    'readCursor and insertDeliveriesIfCursorAt: rows and cursor move only from where the pass started (PostgreSQL)',
+    async () => {
+      const b = await w.bot();
+      const name = `c-${newId()}`;
+      expect(await d().readCursor(name, at(0))).toBe(0); // created
+      expect(await d().readCursor(name, at(1))).toBe(0); // read
+      const r = fresh(b.id);
+      const ids = await d().insertDeliveriesIfCursorAt([r], at(1), { name, from: 0, to: 10 });
+      expect(ids && [...ids]).toEqual([r.id]);
+      expect(await d().readCursor(name, at(1))).toBe(10);
+      // Another pass that started at 0 (the cursor moved meanwhile): nothing inserted, nothing moved.
+      const lost = fresh(b.id);
+      expect(await d().insertDeliveriesIfCursorAt([lost], at(2), { name, from: 0, to: 20 })).toBeNull();
+      expect(await d().get(lost.id)).toBeUndefined();
+      expect(await d().readCursor(name, at(2))).toBe(10);
+      // No rows: the cursor still moves; a duplicate (event, bot) pair is not inserted, the cursor moves.
+      expect((await d().insertDeliveriesIfCursorAt([], at(3), { name, from: 10, to: 11 }))?.size).toBe(0);
+      const dup = fresh(b.id, { event_id: r.event_id });
+      expect((await d().insertDeliveriesIfCursorAt([dup], at(4), { name, from: 11, to: 12 }))?.size).toBe(0);
+      expect(await d().readCursor(name, at(4))).toBe(12);
+      // Two passes racing from the same position: exactly one moves the cursor and inserts.
+      const [x, y] = [fresh(b.id), fresh(b.id)];
+      const results = await Promise.all([
+        d().insertDeliveriesIfCursorAt([x], at(5), { name, from: 12, to: 13 }),
+        d().insertDeliveriesIfCursorAt([y], at(5), { name, from: 12, to: 14 }),
+      ]);
+      expect(results.filter((res) => res !== null)).toHaveLength(1);
+      const won = results[0] ? x : y;
+      const lostRace = results[0] ? y : x;
+      expect(await d().get(won.id)).toBeDefined();
+      expect(await d().get(lostRace.id)).toBeUndefined();
+      expect(await d().readCursor(name, at(6))).toBe(results[0] ? 13 : 14);
+    },
+  );
+
   it('due: pending and due only, earliest first, at most limit; busy bots, busy organizations and paused bots left out', async () => {
     const b1 = await w.bot();
     const b2 = await w.bot();

@@ -5,7 +5,7 @@ import { newId } from '../domain/ids.js';
 import type { OutboxEvent, OutboxReader } from '../events/outbox-reader.js';
 import type { DeliveryRow } from '../storage/schema.js';
 import type { Storage } from '../storage/storage.js';
-import type { NewDelivery, ReceivingBot } from '../storage/stores/deliveries.js';
+import { MAX_ROWS_IF_CURSOR_AT, type NewDelivery, type ReceivingBot } from '../storage/stores/deliveries.js';
 import type { Stores } from '../storage/stores/index.js';
 import { Pacer } from './pacer.js';
 import type { Claimed, DeliveryWorker } from './worker.js';
@@ -58,6 +58,15 @@ const LOOP_BUDGET = 60;
 const LOOP_WINDOW_MS = 60_000;
 
 type Container = { kind: 'channel' | 'project' | 'dm_room'; id: string };
+/** A pass's rows, in event order, up to `upTo`: see #plan. */
+interface Plan {
+  rows: NewDelivery[];
+  handOff: Claimed[];
+  due: NewDelivery[];
+  upTo: number;
+}
+/** The loop window's lists as they were before a pass changed them (undefined: there was none). */
+type LoopJournal = Map<string, number[] | undefined>;
 interface Candidate {
   id: string;
   events: ReadonlySet<string>;
@@ -72,6 +81,11 @@ export class Fanout {
   #retry: NodeJS.Timeout | undefined;
   /** The cursor row exists (it is created once, then only moved). */
   #cursorRow = false;
+  /**
+   * PostgreSQL: the cursor's position as this instance last read or set it (undefined: read it again).
+   * See #passUnlocked.
+   */
+  #cursor: number | undefined;
   /** Parsed `events` lists of bots, by their JSON text (the same few texts come back every batch). */
   readonly #parsed = new Map<string, ReadonlySet<string>>();
   /** Recent bot-authored messages delivered per `${bot}:${container}` (event times, ms). */
@@ -87,6 +101,7 @@ export class Fanout {
 
   start(): void {
     this.#stopped = false;
+    this.#cursor = undefined;
     this.#unsubscribe = this.reader.onWake(() => void this.pump());
     void this.pump();
   }
@@ -124,14 +139,86 @@ export class Fanout {
   }
 
   /** One batch; true when there may be more to read. */
-  async #pass(): Promise<boolean> {
+  #pass(): Promise<boolean> {
+    return this.reader.usesSequencer ? this.#passUnlocked() : this.#passLocked();
+  }
+
+  /**
+   * One batch on PostgreSQL, without a transaction (issue 18, point 7: fewer round trips per message
+   * event): the events after the cursor as last seen are read without a lock, planned, and the rows
+   * inserted with the cursor moved in one compare-and-set statement that does nothing unless the cursor
+   * is still where this pass started (stores/deliveries.ts insertDeliveriesIfCursorAt). So rows and
+   * cursor still move together, an event is still fanned out once (another instance that moved the
+   * cursor first makes this pass insert nothing; the (event, bot) pair stays unique as well), and after
+   * a crash fan-out resumes at the cursor. A pass was BEGIN, the cursor's lock with the read, the
+   * planning reads, the insert with the cursor's move, COMMIT; it is the read, the planning reads and
+   * the insert: two round trips fewer per pass (measured: bench/notes/post-pg-profile.md).
+   */
+  async #passUnlocked(): Promise<boolean> {
+    const paced = this.pacer.paced;
+    const maxRows = paced ? MAX_ROWS_BUSY : MAX_ROWS;
+    const batch = paced ? BATCH_BUSY : BATCH;
+    const stores = this.storage.stores;
+    const now = this.worker.clock.nowIso();
+    const from = (this.#cursor ??= await stores.deliveries.readCursor(FANOUT_CURSOR, now));
+    const events = await this.reader.readAfter(from, batch, stores.db);
+    if (events.length === 0) return false;
+    const reserved: string[] = [];
+    const loopJournal: LoopJournal = new Map();
+    let plan: Plan;
+    let inserted: Set<string> | null;
+    try {
+      plan = await this.#plan(stores, events, now, maxRows, reserved, true, loopJournal);
+      const { rows, upTo } = plan;
+      inserted =
+        rows.length <= MAX_ROWS_IF_CURSOR_AT
+          ? await stores.deliveries.insertDeliveriesIfCursorAt(rows, now, {
+              name: FANOUT_CURSOR,
+              from,
+              to: upTo,
+            })
+          : // More rows than one statement takes (an event for thousands of bots): a transaction.
+            await this.storage.transaction(async (trx) =>
+              (await trx.deliveries.lockCursor(FANOUT_CURSOR, now, false)) === from
+                ? trx.deliveries.insertDeliveriesAndMoveCursor(rows, now, {
+                    name: FANOUT_CURSOR,
+                    position: upTo,
+                  })
+                : null,
+            );
+    } catch (err) {
+      for (const bot of reserved) this.worker.unreserve(bot);
+      this.#restoreLoopWindow(loopJournal);
+      this.#cursor = undefined; // whether it moved is unknown (a broken connection): read it again
+      throw err;
+    }
+    if (inserted === null) {
+      // Another instance moved the cursor first: nothing was inserted. Go on from where it is now.
+      for (const bot of reserved) this.worker.unreserve(bot);
+      this.#restoreLoopWindow(loopJournal);
+      this.#cursor = undefined;
+      return true;
+    }
+    this.#cursor = plan.upTo;
+    // What the rows cost later and elsewhere (see #passLocked).
+    this.pacer.charge(plan.rows.length * ROW_AFTERCOST_MS);
+    this.#handOver(
+      reserved,
+      plan.handOff.filter((c) => inserted.has(c.row.id)),
+      plan.due.filter((r) => inserted.has(r.id)),
+    );
+    return plan.upTo < events[events.length - 1]!.position || events.length === batch;
+  }
+
+  /** One batch in one transaction that locks the cursor (SQLite: one writer anyway). */
+  async #passLocked(): Promise<boolean> {
     const paced = this.pacer.paced;
     const maxRows = paced ? MAX_ROWS_BUSY : MAX_ROWS;
     const batch = paced ? BATCH_BUSY : BATCH;
     const sync = this.storage.runsOnEventLoop;
     const reserved: string[] = [];
     let handOff: Claimed[] = [];
-    const backlog = new Map<string, number>();
+    let due: NewDelivery[] = [];
     let more = false;
     try {
       await this.storage.transaction(async (stores) => {
@@ -150,15 +237,14 @@ export class Fanout {
               );
         this.#cursorRow = true;
         if (events.length === 0) return;
-        const plan = await this.#plan(stores, events, now, maxRows, reserved, !sync);
+        const plan = await this.#plan(stores, events, now, maxRows, reserved, !sync, new Map());
         const inserted = await stores.deliveries.insertDeliveriesAndMoveCursor(plan.rows, now, {
           name: FANOUT_CURSOR,
           position: plan.upTo,
         });
         // A row that already existed (another instance fanned it out) is not ours to send.
         handOff = plan.handOff.filter((c) => inserted.has(c.row.id));
-        for (const r of plan.due)
-          if (inserted.has(r.id)) backlog.set(r.bot_id, (backlog.get(r.bot_id) ?? 0) + 1);
+        due = plan.due.filter((r) => inserted.has(r.id));
         more = plan.upTo < events[events.length - 1]!.position || events.length === batch;
         measured();
         // What the rows cost later and elsewhere: the pages they dirty in the next group commit, the
@@ -169,6 +255,17 @@ export class Fanout {
       for (const bot of reserved) this.worker.unreserve(bot);
       throw err;
     }
+    this.#handOver(reserved, handOff, due);
+    return more;
+  }
+
+  /**
+   * After a pass inserted its rows: the worker gets the leased ones (`handOff`), learns of the due ones
+   * (`due`), and gets back the reservations whose row was not inserted.
+   */
+  #handOver(reserved: string[], handOff: Claimed[], due: NewDelivery[]): void {
+    const backlog = new Map<string, number>();
+    for (const r of due) backlog.set(r.bot_id, (backlog.get(r.bot_id) ?? 0) + 1);
     // Reservations whose row was not inserted are given back.
     let left = reserved.length - handOff.length;
     if (left > 0) {
@@ -183,7 +280,6 @@ export class Fanout {
       for (const [bot, n] of backlog) this.worker.noteBacklog(bot, n);
       this.worker.wake();
     }
-    return more;
   }
 
   /**
@@ -199,7 +295,8 @@ export class Fanout {
     maxRows: number,
     reserved: string[],
     chargeComputing: boolean,
-  ): Promise<{ rows: NewDelivery[]; handOff: Claimed[]; due: NewDelivery[]; upTo: number }> {
+    loopJournal: LoopJournal,
+  ): Promise<Plan> {
     const orgIds = [...new Set(events.map((e) => e.org_id))];
     const byOrg = new Map<string, Candidate[]>();
     for (const b of await stores.deliveries.subscribers(orgIds, this.worker.inProcess)) {
@@ -274,7 +371,7 @@ export class Fanout {
           const reached =
             inside?.has(b.id) || b.id === subject || this.worker.reachesOrganization(b.builtin, e.type, data);
           if (!reached || isOwnAction(e, b.id)) continue;
-          const blocked = this.#overLoopBudget(e, b.id)
+          const blocked = this.#overLoopBudget(e, b.id, loopJournal)
             ? `loop guard: more than ${LOOP_BUDGET} bot-written messages a minute here; not sent`
             : null;
           pairs.push({ e, botId: b.id, blocked });
@@ -330,11 +427,15 @@ export class Fanout {
     return set;
   }
 
-  /** Counts a bot-written message.created toward its receiver's budget in that container. */
-  #overLoopBudget(e: OutboxEvent, botId: string): boolean {
+  /**
+   * Counts a bot-written message.created toward its receiver's budget in that container. `journal`
+   * keeps each key's list as it was before this pass touched it (see #restoreLoopWindow).
+   */
+  #overLoopBudget(e: OutboxEvent, botId: string, journal: LoopJournal): boolean {
     if (e.type !== 'message.created' || e.data.sender_type !== 'bot') return false;
     const place = e.data.channel_id ?? e.data.topic_id ?? e.data.dm_room_id;
     const key = `${botId}:${String(place)}`;
+    if (!journal.has(key)) journal.set(key, this.#loopWindow.get(key));
     const at = Date.parse(e.created_at);
     const recent = (this.#loopWindow.get(key) ?? []).filter((t) => t > at - LOOP_WINDOW_MS);
     if (recent.length >= LOOP_BUDGET) {
@@ -345,6 +446,14 @@ export class Fanout {
     this.#loopWindow.set(key, recent);
     if (this.#loopWindow.size > 10_000) this.#loopWindow.clear(); // a guard, not a ledger
     return false;
+  }
+
+  /** Undoes a pass's counting (it inserted nothing: the messages were not delivered by it). */
+  #restoreLoopWindow(journal: LoopJournal): void {
+    for (const [key, before] of journal) {
+      if (before === undefined) this.#loopWindow.delete(key);
+      else this.#loopWindow.set(key, before);
+    }
   }
 }
 

@@ -104,6 +104,43 @@ const PG_INSERT_DELIVERIES_MOVE_CURSOR = `
     update outbox_cursors set position = $13, updated_at = $12 where name = $14
   )${PG_INSERT_DELIVERIES}`;
 /**
+ * PostgreSQL, the fan-out's pass without a transaction (delivery/fanout.ts): the rows inserted and the
+ * cursor moved from $15 to $13 in one statement, only if the cursor is still at $15 (compare and set:
+ * when another instance moved it meanwhile, the UPDATE finds no row, in READ COMMITTED after waiting
+ * for that instance's commit, and nothing is inserted). Answers a `moved` row when it moved, then the
+ * ids inserted.
+ */
+const PG_INSERT_DELIVERIES_IF_CURSOR_AT = `
+  with moved as (
+    update outbox_cursors set position = $13, updated_at = $12 where name = $14 and position = $15
+    returning 1
+  ), ins as (
+    insert into webhook_deliveries (id, org_id, bot_id, event_id, event_seq, event_position, event_type,
+      event_created_at, payload, state, attempts, next_attempt_at, last_attempt_at, last_status, last_error,
+      created_at, updated_at)
+    select id, org_id, bot_id, event_id, event_seq, event_position, event_type, event_created_at, null,
+      state, 0, next_attempt_at, null, null, last_error, $12, $12
+    from unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::bigint[], $7::text[],
+      $8::text[], $9::text[], $10::text[], $11::text[])
+      as v(id, org_id, bot_id, event_id, event_seq, event_position, event_type, event_created_at, state,
+        next_attempt_at, last_error)
+    where exists (select 1 from moved)
+    on conflict (event_id, bot_id) do nothing
+    returning id
+  )
+  select true as moved, null as id from moved
+  union all select false, id from ins`;
+/** PostgreSQL: a cursor's position, the row created at 0 when missing, in one statement (no lock). */
+const PG_READ_CURSOR = `
+  with created as (
+    insert into outbox_cursors (name, position, updated_at) values ($1, 0, $2)
+    on conflict (name) do nothing returning position
+  )
+  select position from created union all select position from outbox_cursors where name = $1`;
+/** Rows of one compare-and-set fan-out statement at most (more go through a transaction). */
+export const MAX_ROWS_IF_CURSOR_AT = 5000;
+
+/**
  * Delivered attempts recorded in one statement (atomic by itself, so no transaction is needed): the
  * attempts inserted, their deliveries marked delivered, the bots' runs of failures ended.
  */
@@ -250,6 +287,46 @@ export class DeliveryStore {
     let q = this.db.selectFrom('outbox_cursors').select('position').where('name', '=', name);
     if (isPostgres(this.db)) q = q.forUpdate();
     return Number((await q.executeTakeFirstOrThrow()).position);
+  }
+
+  /** PostgreSQL: the position of cursor `name`, created at 0 when missing; no lock (see insertDeliveriesIfCursorAt). */
+  async readCursor(name: string, now: string): Promise<number> {
+    const rows = await raw<{ position: number }>(this.db, PG_READ_CURSOR, [name, now]);
+    return Number(rows[0]!.position);
+  }
+
+  /**
+   * PostgreSQL: inserts a fan-out pass's rows and moves its cursor from `cursor.from` to `cursor.to`, in
+   * one statement, only if the cursor is still at `from` (compare and set). Returns the ids inserted (a
+   * row whose (event, bot) pair exists already is not), or null when the cursor was elsewhere: then
+   * nothing was inserted. At most MAX_ROWS_IF_CURSOR_AT rows.
+   */
+  async insertDeliveriesIfCursorAt(
+    rows: NewDelivery[],
+    now: string,
+    cursor: { name: string; from: number; to: number },
+  ): Promise<Set<string> | null> {
+    if (rows.length > MAX_ROWS_IF_CURSOR_AT) throw new Error('too many rows for one statement');
+    const col = <K extends keyof NewDelivery>(k: K) => rows.map((r) => r[k]);
+    const out = await raw<{ moved: boolean; id: string | null }>(this.db, PG_INSERT_DELIVERIES_IF_CURSOR_AT, [
+      col('id'),
+      col('org_id'),
+      col('bot_id'),
+      col('event_id'),
+      col('event_seq'),
+      col('event_position'),
+      col('event_type'),
+      col('event_created_at'),
+      col('state'),
+      col('next_attempt_at'),
+      col('last_error'),
+      now,
+      cursor.to,
+      cursor.name,
+      cursor.from,
+    ]);
+    if (!out.some((r) => r.moved)) return null;
+    return new Set(out.flatMap((r) => (r.moved || r.id === null ? [] : [r.id])));
   }
 
   async setCursor(name: string, position: number, now: string): Promise<void> {
