@@ -38,9 +38,10 @@ describe('MCP tasks for calls held for approval', () => {
   let initResult: any;
   /** A 2025-11-25 session of the approval key. */
   let rpc: Rpc;
+  let rpcSession: string | undefined;
 
   /** Opens a 2025-11-25 session for `k`; answers its request function (and the initialize result). */
-  async function session2025(k: string): Promise<{ call: Rpc; init: any }> {
+  async function session2025(k: string): Promise<{ call: Rpc; init: any; session: string | undefined }> {
     const init = await rawMcp(srv.url, {
       key: k,
       body: {
@@ -73,7 +74,7 @@ describe('MCP tasks for calls held for approval', () => {
           body: { jsonrpc: '2.0', id: id++, method, params },
         })
       ).body;
-    return { call, init: init.body.result };
+    return { call, init: init.body.result, session };
   }
 
   /** A 2026-07-28 request of `k` with these client capabilities. */
@@ -104,6 +105,7 @@ describe('MCP tasks for calls held for approval', () => {
     keyId = b.keyId;
     const s = await session2025(key);
     rpc = s.call;
+    rpcSession = s.session;
     initResult = s.init;
   });
   afterAll(() => srv?.close());
@@ -359,6 +361,33 @@ describe('MCP tasks for calls held for approval', () => {
     expect(task.statusMessage).toContain(
       `Waiting for approval by ${owner.email.split('@')[0]} or an organization admin, until`,
     );
+  });
+
+  it('a waiting tasks/result stops waiting when its client goes away', async () => {
+    const { taskId } = (await send(rpc, uniq('gone'))).result.task;
+    const before = clock.pending;
+    const ac = new AbortController();
+    const waiting = fetch(new URL('/api/mcp', srv.url), {
+      method: 'POST',
+      signal: ac.signal,
+      headers: {
+        accept: 'application/json, text/event-stream',
+        'content-type': 'application/json',
+        authorization: `Bearer ${key}`,
+        'mcp-session-id': rpcSession!,
+        'mcp-protocol-version': '2025-11-25',
+      },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 99, method: 'tasks/result', params: { taskId } }),
+    }).catch(() => undefined);
+    // The wait polls on the server's clock: one timer more while it waits, gone once it stopped.
+    const during = await waitFor('tasks/result to wait', async () =>
+      clock.pending > before ? clock.pending : undefined,
+    );
+    ac.abort();
+    await waiting;
+    // Within 3 s: the wait re-reads the store every 5 s (POLL_MS, a real timer too), which would also
+    // drop its timer for a moment.
+    await waitFor('the wait to stop', async () => clock.pending < during, 3_000);
   });
 
   // Last: it moves the clock a day on.
