@@ -726,6 +726,14 @@ export function runNow<R>(
 }
 
 /**
+ * The Kysely instance bound to the engine's one connection, by the database's Kysely instance: made
+ * once (Kysely's `connection()` builds a new instance, executor and connection provider for each
+ * transaction, several microseconds on every write), then used by one transaction at a time, which
+ * holds the writer lock meanwhile.
+ */
+const BOUND = new WeakMap<object, object>();
+
+/**
  * A transaction on our engine: holds the writer for `fn` as a savepoint of the open group, with the
  * bound Kysely instance marked as the holder (so prepared statements inside run synchronously), then
  * resolves once the group has committed (or rejects if it could not).
@@ -735,23 +743,31 @@ export async function engineTransaction<DB, T>(
   engine: SqliteEngine,
   fn: (trx: Kysely<DB>) => Promise<T>,
 ): Promise<T> {
-  let group: { committed: Promise<void> } | undefined;
-  const result = await db.connection().execute(async (conn) => {
-    HOLDERS.add(conn);
+  let trx = BOUND.get(db) as Kysely<DB> | undefined;
+  if (!trx) {
+    // Kysely's own way to a bound instance (it takes and gives back the lock once).
+    trx = await db.connection().execute((conn) => Promise.resolve(conn));
+    BOUND.set(db, trx);
+  }
+  await engine.lock();
+  let group: { committed: Promise<void> };
+  let value: T;
+  HOLDERS.add(trx);
+  try {
     group = engine.beginTransaction();
     try {
-      const value = await fn(conn);
+      value = await fn(trx);
       engine.endTransaction(true);
-      return value;
     } catch (err) {
       engine.endTransaction(false);
       throw err;
-    } finally {
-      HOLDERS.delete(conn);
     }
-  });
-  await group!.committed;
-  return result;
+  } finally {
+    HOLDERS.delete(trx);
+    engine.unlock();
+  }
+  await group.committed;
+  return value;
 }
 
 /**
