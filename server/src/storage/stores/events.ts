@@ -1,6 +1,7 @@
 import type { EventDeadLetterRow, EventRow } from '../schema.js';
 import type { Executor } from './executor.js';
-import { sql, type Selectable } from 'kysely';
+import { CompiledQuery, type Selectable } from 'kysely';
+import { namePgStatement } from '../pg-statements.js';
 import { prepared } from './prepared.js';
 
 // Appended on every change: prepared once, not rebuilt; sent with the change's last statement on
@@ -10,6 +11,9 @@ const INSERT = prepared(
     db.insertInto('events').values({ id, org_id, type, data, created_at }),
   { deferrable: true },
 );
+
+/** The outbox sequencer's numbering pass (migration 0008): see numberCommitted. */
+const NUMBER_EVENTS = 'select workroom_number_events($1, $2) as n';
 
 /** The transactional outbox. Appended inside the transaction of the change; read in `seq` order. */
 export class EventStore {
@@ -26,8 +30,11 @@ export class EventStore {
    * notifies `workroom_outbox` with the schema and `readerId`. Returns how many it numbered.
    */
   async numberCommitted(maxRows: number, readerId: string): Promise<number> {
-    const r = await sql<{ n: number }>`select workroom_number_events(${maxRows}, ${readerId}) as n`.execute(
-      this.db,
+    // A named statement (pg-statements.ts): parsed and planned once per connection, not on every pass
+    // (PostgreSQL's CPU per pass with nothing to number: 137–160 µs unnamed, 77–110 µs named, load ~15).
+    namePgStatement(NUMBER_EVENTS);
+    const r = await this.db.executeQuery(
+      CompiledQuery.raw(NUMBER_EVENTS, [maxRows, readerId]) as CompiledQuery<{ n: number }>,
     );
     return Number(r.rows[0]?.n ?? 0);
   }
