@@ -399,16 +399,27 @@ async function callTool(params: Params | undefined, cc: CallContext): Promise<st
       );
     }
     const key = tool.creates ? idempotencyKeyOf(params!, cc) : undefined;
-    const { body: value } = await withIdempotency(
-      cc.services,
-      cc.actor,
-      key,
-      { operation: tool.op.name, input: args },
-      async (idempotency) => ({
-        status: 200,
-        body: await runChecked(tool.op, { ...opContext(cc), idempotency, auditChange }, parsed.data),
-      }),
-    );
+    // Without a key (reads, and most sends) the operation runs directly: withIdempotency would only
+    // wrap it in two more async functions and result objects.
+    const value =
+      key === undefined
+        ? await runChecked(
+            tool.op,
+            { actor: cc.actor, services: cc.services, requestId: cc.requestId, auditChange },
+            parsed.data,
+          )
+        : (
+            await withIdempotency(
+              cc.services,
+              cc.actor,
+              key,
+              { operation: tool.op.name, input: args },
+              async (idempotency) => ({
+                status: 200,
+                body: await runChecked(tool.op, { ...opContext(cc), idempotency, auditChange }, parsed.data),
+              }),
+            )
+          ).body;
     return toolResult(
       tool.text(value, parsed.data as Record<string, unknown>),
       false,
