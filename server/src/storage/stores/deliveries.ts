@@ -356,6 +356,13 @@ export class DeliveryStore {
   ): Promise<{ parent: string; bot_id: string }[]> {
     if (ids.length === 0) return [];
     const [table, parent] = MEMBER_TABLES[kind];
+    // PostgreSQL: one named statement per kind whatever the number of ids (planned once per connection).
+    if (isPostgres(this.db))
+      return raw(
+        this.db,
+        `select ${parent} as parent, member_id as bot_id from ${table} where ${parent} = any($1::text[]) and member_type = 'bot'`,
+        [ids],
+      );
     const res = await sql<{ parent: string; bot_id: string }>`
       select ${sql.ref(parent)} as parent, member_id as bot_id from ${sql.table(table)}
       where ${sql.ref(parent)} in (${sql.join(ids)}) and member_type = 'bot'`.execute(this.db);
