@@ -155,8 +155,13 @@ const RANGE_BY_SEQ = prepared((db, orgId: string, after: number, upTo: number, n
     .limit(n),
 );
 
-/** Rows checked recently, by event id (see `#check`): more than one consumer reads each event. */
+/**
+ * Rows checked recently, by event id (see `#check`): more than one consumer reads each event, within
+ * moments. At most this many, holding at most this many characters of data text (a message may be
+ * 50,000 characters: the bound keeps the memory small, 45 MB was held without it).
+ */
 const CHECKED_MAX = 4096;
+const CHECKED_MAX_CHARS = 256 * 1024;
 
 type Wake = () => void;
 
@@ -175,6 +180,8 @@ export class OutboxReader {
   #again = false;
   #retry: NodeJS.Timeout | undefined;
   #soon: NodeJS.Timeout | undefined;
+  /** SQLite: a wake is queued for the end of this turn's promise callbacks (see `#onCommit`). */
+  #wakeQueued = false;
   #stopped = false;
   /** Tells this reader's own NOTIFYs from other instances'. */
   readonly #instance = randomUUID();
@@ -334,6 +341,7 @@ export class OutboxReader {
    * JSON.parse and schema check. Anything else (another row under that id, a row never seen) is checked.
    */
   readonly #passed = new Map<string, { type: string; json: string; event: TypedEventData }>();
+  #passedChars = 0;
 
   #check(r: OutboxRow): { event: OutboxEvent } | { error: EventDeadLetterRow } {
     const seen = this.#passed.get(r.id);
@@ -347,9 +355,13 @@ export class OutboxReader {
       } catch {
         parsed = { ok: false, error: 'data is not JSON' };
       }
-      if (parsed.ok) {
-        if (this.#passed.size >= CHECKED_MAX) this.#passed.clear();
+      if (parsed.ok && r.data.length <= CHECKED_MAX_CHARS / 4) {
+        if (this.#passed.size >= CHECKED_MAX || this.#passedChars + r.data.length > CHECKED_MAX_CHARS) {
+          this.#passed.clear();
+          this.#passedChars = 0;
+        }
         this.#passed.set(r.id, { type: r.type, json: r.data, event: parsed.event });
+        this.#passedChars += r.data.length;
       }
     }
     const position = Number(r.position);
@@ -504,7 +516,18 @@ export class OutboxReader {
 
   #onCommit(): void {
     if (this.#stopped) return;
-    if (!this.usesSequencer) return this.#wake();
+    if (!this.usesSequencer) {
+      // The transactions of one group commit publish one after the other as their promises resolve,
+      // in the same turn: one wake for them all (each wake had every consumer read, most finding
+      // nothing: 2.2 outbox reads a group commit under load, 1.5 after).
+      if (this.#wakeQueued) return;
+      this.#wakeQueued = true;
+      process.nextTick(() => {
+        this.#wakeQueued = false;
+        if (!this.#stopped) this.#wake();
+      });
+      return;
+    }
     // Commits that land within 1 ms share one sequencer pass (a transaction of its own on PostgreSQL).
     this.#soon ??= setTimeout(() => {
       this.#soon = undefined;
