@@ -415,13 +415,18 @@ export async function seed(
  * CPU per request for one server even while other work shares the database. For LoadOptions.otherCpu.
  */
 export function pgBackendCpu(databaseUrl: string, appName: string): () => number {
+  // A backend that exits between two calls (a pool closing an idle connection) keeps its last reading.
+  const last = new Map<number, number>();
   return () => {
     const r = spawnSync(
       'psql',
       [databaseUrl, '-Atc', `select pid from pg_stat_activity where application_name = '${appName}'`],
       { encoding: 'utf8' },
     );
-    const pids = r.stdout.split('\n').filter(Boolean).map(Number);
-    return pids.reduce((sum, pid) => sum + cpuMsOf(pid), 0);
+    for (const pid of r.stdout.split('\n').filter(Boolean).map(Number)) {
+      const ms = cpuMsOf(pid);
+      if (!Number.isNaN(ms)) last.set(pid, ms);
+    }
+    return [...last.values()].reduce((a, b) => a + b, 0);
   };
 }
