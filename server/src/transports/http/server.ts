@@ -23,6 +23,12 @@ import { isWebPath, serveStatic } from './static.js';
 import { isOpRoute, type OpRoute, type RequestContext, type Route } from './types.js';
 
 const REQUEST_ID_RE = /^[\w.:-]{1,128}$/;
+/**
+ * A request target of letters, digits, `_`, `-` and `/` only (every API path with its ids): `new URL`
+ * would give it back unchanged as the path (no dot segments, escapes or query to normalize), so it is
+ * the path, and the URL object is made only if a handler asks for it (~1 µs a request).
+ */
+const PLAIN_PATH_RE = /^\/[\w/-]*$/;
 const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH']);
 
 /** Answers an error in the shape of decisions.md: `{ "error": { "code", "message" } }`. */
@@ -76,15 +82,21 @@ export async function authenticateRequest(
   return actor;
 }
 
-async function runOpRoute(rc: RequestContext, route: OpRoute): Promise<void> {
+/** The input field of each path parameter of a route (`route.params`, else the name in snake case). */
+function inputField(route: OpRoute, name: string, fields: Map<string, string>): string {
+  let field = fields.get(name);
+  if (field === undefined) fields.set(name, (field = route.params?.[name] ?? camelToSnake(name)));
+  return field;
+}
+
+async function runOpRoute(rc: RequestContext, route: OpRoute, fields: Map<string, string>): Promise<void> {
   const op = route.op;
   const need = op.actors.length === 2 ? 'any' : op.actors[0]!;
   const actor = await authenticateRequest(rc, need, op.rateCost);
   const input: Record<string, unknown> = BODY_METHODS.has(route.method)
     ? await readJsonObject(rc.req, rc.services.config.maxBodyBytes, rc.services.config.http.bodyTimeoutMs)
     : queryObject(rc.url);
-  for (const [name, value] of Object.entries(rc.params))
-    input[route.params?.[name] ?? camelToSnake(name)] = value;
+  for (const name in rc.params) input[inputField(route, name, fields)] = rc.params[name];
   const ctx = { actor, services: rc.services, requestId: rc.requestId };
   // A dry run (docs/API.md, "Dry runs"): answered 200 with what would happen; no Idempotency-Key record.
   if (isDryRun(rc.req.headers['x-dry-run'])) {
@@ -152,6 +164,13 @@ export function createHttpHandler(services: Services, routes: Route[]): HttpHand
     () => services.metrics.rejected('unauthenticated_body'),
   );
   const { metrics } = services;
+  // Input field names of each operation route's path parameters, worked out on first use.
+  const paramFields = new WeakMap<OpRoute, Map<string, string>>();
+  const fieldsOf = (r: OpRoute): Map<string, string> => {
+    let fields = paramFields.get(r);
+    if (!fields) paramFields.set(r, (fields = new Map()));
+    return fields;
+  };
 
   return (req, res) => {
     // Nothing that happens to this request may escape as an exception: a client that resets its
@@ -176,9 +195,11 @@ export function createHttpHandler(services: Services, routes: Route[]): HttpHand
       typeof incomingId === 'string' && REQUEST_ID_RE.test(incomingId) ? incomingId : randomUUID();
     res.setHeader('x-request-id', requestId);
     res.setHeader('x-content-type-options', 'nosniff');
-    const url = parseRequestTarget(req.url);
+    const plain = req.url !== undefined && PLAIN_PATH_RE.test(req.url);
+    let parsed: URL | null | undefined = plain ? undefined : parseRequestTarget(req.url);
+    const pathname = plain ? req.url! : parsed?.pathname;
     // Metrics (docs/METRICS.md): by the route's template, never the raw path, so series stay bounded.
-    let route: string = url === null ? '(invalid)' : '(unmatched)';
+    let route: string = pathname === undefined ? '(invalid)' : '(unmatched)';
     if (metrics.on) {
       const t0 = performance.now();
       res.once('close', () =>
@@ -194,7 +215,9 @@ export function createHttpHandler(services: Services, routes: Route[]): HttpHand
     const rc: RequestContext = {
       req,
       res,
-      url: url ?? new URL('http://localhost/'),
+      get url() {
+        return (parsed ??= parseRequestTarget(req.url)) ?? new URL('http://localhost/');
+      },
       params: {},
       requestId,
       services,
@@ -209,7 +232,7 @@ export function createHttpHandler(services: Services, routes: Route[]): HttpHand
         rc.log.info(
           {
             method: req.method,
-            path: url?.pathname ?? '(invalid)',
+            path: pathname ?? '(invalid)',
             status: res.statusCode,
             ms: Math.round(ms * 10) / 10,
           },
@@ -217,25 +240,25 @@ export function createHttpHandler(services: Services, routes: Route[]): HttpHand
         );
       });
     }
-    if (url === null) {
+    if (pathname === undefined) {
       sendError(rc, new AppError('invalid_input', 'The request target is not a valid URL path'));
       return;
     }
 
     // The web app answers every path outside /api/ (static.ts).
-    if (isWebPath(url.pathname)) {
+    if (isWebPath(pathname)) {
       route = '(web)';
       return serveStatic(req, res, services.config.imageHosts);
     }
 
-    const m = router.match(req.method ?? 'GET', url.pathname);
+    const m = router.match(req.method ?? 'GET', pathname);
     if (m === null) {
-      sendError(rc, new AppError('not_found', `No route for ${req.method} ${url.pathname}`));
+      sendError(rc, new AppError('not_found', `No route for ${req.method} ${pathname}`));
       return;
     }
     if ('allowed' in m) {
       res.setHeader('allow', m.allowed.join(', '));
-      sendError(rc, new AppError('method_not_allowed', `${req.method} is not allowed on ${url.pathname}`));
+      sendError(rc, new AppError('method_not_allowed', `${req.method} is not allowed on ${pathname}`));
       return;
     }
     for (const [name, value] of Object.entries(m.params)) {
@@ -257,7 +280,7 @@ export function createHttpHandler(services: Services, routes: Route[]): HttpHand
       res.once('close', reservation.release);
     }
     const work = isOpRoute(target)
-      ? runOpRoute(rc, target)
+      ? runOpRoute(rc, target, fieldsOf(target))
       : (async () => {
           if (target.auth !== 'none') await authenticateRequest(rc, target.auth);
           await target.handle(rc);
