@@ -54,9 +54,10 @@ export async function write<T>(ctx: WriteContext, fn: (tx: WriteTx) => Promise<T
         published.push(publishedEvent(id, type, orgId, data, now));
       },
     });
-    await ctx.inWrite?.(stores, now);
+    // (Awaited only when there is something to wait for: each await is a turn of the microtask queue.)
+    if (ctx.inWrite) await ctx.inWrite(stores, now);
     await stores.events.append(pending);
-    await completeInWrite(stores, value, claim);
+    if (claim) await completeInWrite(stores, value, claim);
     return value;
   });
   // The bus carries the parsed events (no sequence: consumers that need order read the outbox).
