@@ -232,4 +232,52 @@ describe(`store contract: bookmarks, files, tasks (${dialectName()})`, () => {
       expect(await find('ÜBERSICHT')).toBe(1);
     },
   );
+
+  it('reactions: summarize groups by message, emoji in first-used order, reactors capped at 50 with exact counts; any number of messages (prepared per list length, built beyond 200)', async () => {
+    const c = await w.channel();
+    const messages = [];
+    for (let i = 0; i < 3; i++)
+      messages.push(await w.message({ channel_id: c.id }, { content: `r${i}`, created_at: at(100 + i) }));
+    const [m0, m1, m2] = messages.map((m) => m.id) as [string, string, string];
+    const react = (messageId: string, emoji: string, id: string, s: number) =>
+      storage.stores.reactions.add({
+        message_id: messageId,
+        emoji,
+        reactor_type: 'user',
+        reactor_id: id,
+        org_id: orgId,
+        created_at: at(s),
+      });
+    await react(m0, '👍', 'u-b', 1);
+    await react(m0, '🎉', 'u-a', 2);
+    await react(m0, '👍', 'u-a', 3);
+    for (let i = 0; i < 55; i++) await react(m1, '✅', `u-${String(i).padStart(2, '0')}`, 10);
+    const summary = await storage.stores.reactions.summarize([m0, m1, m2]);
+    expect(summary.get(m0)).toEqual([
+      {
+        emoji: '👍',
+        count: 2,
+        reactors: [
+          { type: 'user', id: 'u-b' },
+          { type: 'user', id: 'u-a' },
+        ],
+      },
+      { emoji: '🎉', count: 1, reactors: [{ type: 'user', id: 'u-a' }] },
+    ]);
+    expect(summary.get(m1)![0]!.count).toBe(55);
+    expect(summary.get(m1)![0]!.reactors.map((r) => r.id)).toEqual(
+      Array.from({ length: 50 }, (_, i) => `u-${String(i).padStart(2, '0')}`),
+    );
+    expect(summary.has(m2)).toBe(false);
+    // One id, the same ids again (the statement for 3 is reused), and 250 (past the prepared lengths).
+    expect((await storage.stores.reactions.summarize([m2])).size).toBe(0);
+    expect(await storage.stores.reactions.summarize([m2, m1, m0])).toEqual(summary);
+    const many = [...Array.from({ length: 248 }, () => newId()), m0, m1];
+    expect(await storage.stores.reactions.summarize(many)).toEqual(
+      new Map([
+        [m0, summary.get(m0)],
+        [m1, summary.get(m1)],
+      ]),
+    );
+  });
 });

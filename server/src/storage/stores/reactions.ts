@@ -1,5 +1,6 @@
 import type { ReactionRow } from '../schema.js';
 import type { Executor } from './executor.js';
+import { prepared } from './prepared.js';
 
 /** One emoji on one message: how many reacted and who (a user or bot reference each). */
 export interface ReactionSummary {
@@ -10,6 +11,28 @@ export interface ReactionSummary {
 
 /** Reactors listed per emoji; the count stays exact beyond it. */
 const MAX_REACTORS = 50;
+
+/**
+ * The reactions of `n` messages, a statement per list length up to a page of messages (every read of
+ * messages asks: built and compiled with Kysely each time it cost ~59 µs of a read_messages call, 2 µs
+ * prepared; bench/notes/mcp-profile.md). Longer lists are built each time.
+ */
+const PREPARED_UP_TO = 200;
+const summarizeRows = (db: Executor, ids: string[]) =>
+  db
+    .selectFrom('message_reactions')
+    .select(['message_id', 'emoji', 'reactor_type', 'reactor_id', 'created_at'])
+    .where('message_id', 'in', ids)
+    .orderBy('message_id')
+    .orderBy('created_at')
+    .orderBy('reactor_id');
+const summarizeStatements = new Map<number, ReturnType<typeof summarizeStatement>>();
+const summarizeStatement = () => prepared((db, ...ids: string[]) => summarizeRows(db, ids));
+function summarizeQuery(n: number) {
+  let q = summarizeStatements.get(n);
+  if (!q) summarizeStatements.set(n, (q = summarizeStatement()));
+  return q;
+}
 
 /**
  * Emoji reactions (migration 0011): one row per (message, emoji, reactor). Adding twice or removing
@@ -47,14 +70,10 @@ export class ReactionStore {
   async summarize(messageIds: readonly string[]): Promise<Map<string, ReactionSummary[]>> {
     const out = new Map<string, ReactionSummary[]>();
     if (messageIds.length === 0) return out;
-    const rows = await this.db
-      .selectFrom('message_reactions')
-      .select(['message_id', 'emoji', 'reactor_type', 'reactor_id', 'created_at'])
-      .where('message_id', 'in', [...messageIds])
-      .orderBy('message_id')
-      .orderBy('created_at')
-      .orderBy('reactor_id')
-      .execute();
+    const rows =
+      messageIds.length <= PREPARED_UP_TO
+        ? (await summarizeQuery(messageIds.length)(this.db, ...messageIds)).rows
+        : await summarizeRows(this.db, [...messageIds]).execute();
     for (const r of rows) {
       const list = out.get(r.message_id) ?? [];
       if (!out.has(r.message_id)) out.set(r.message_id, list);
