@@ -210,7 +210,7 @@ export class Fanout {
     return plan.upTo < events[events.length - 1]!.position || events.length === batch;
   }
 
-  /** One batch in one transaction that locks the cursor (SQLite: one writer anyway). */
+  /** One batch in one transaction that locks the cursor (SQLite, which has one writer anyway). */
   async #passLocked(): Promise<boolean> {
     const paced = this.pacer.paced;
     const maxRows = paced ? MAX_ROWS_BUSY : MAX_ROWS;
@@ -226,15 +226,11 @@ export class Fanout {
         // it mostly waits for the database: only the planning is charged there (in #plan).
         const measured = sync ? this.pacer.measure() : () => undefined;
         const now = this.worker.clock.nowIso();
-        // On PostgreSQL, once the cursor row exists, its lock and the read are one round trip.
-        const events =
-          this.#cursorRow && this.reader.usesSequencer
-            ? await this.reader.readAfterLockedCursor(FANOUT_CURSOR, batch, stores.db)
-            : await this.reader.readAfter(
-                await stores.deliveries.lockCursor(FANOUT_CURSOR, now, !this.#cursorRow),
-                batch,
-                stores.db,
-              );
+        const events = await this.reader.readAfter(
+          await stores.deliveries.lockCursor(FANOUT_CURSOR, now, !this.#cursorRow),
+          batch,
+          stores.db,
+        );
         this.#cursorRow = true;
         if (events.length === 0) return;
         const plan = await this.#plan(stores, events, now, maxRows, reserved, !sync, new Map());
