@@ -156,6 +156,37 @@ describe(`store contract: deliveries (${dialectName()})`, () => {
     expect(await d().topicProjects([])).toEqual(new Map());
   });
 
+  it.runIf(dialectName() === 'postgres')(
+    'subscribersAndChannelBots answers what subscribers and botMembers(channel) answer, in one statement (PostgreSQL)',
+    async () => {
+      const other = (await storage.stores.orgs.create('Other')).id;
+      const c1 = await w.channel();
+      const c2 = await w.channel();
+      const b1 = await w.bot();
+      await w.bot({ status: 'disabled' });
+      const builtin = await w.bot({ webhook_url: null, builtin: `poll-${newId()}`, type: 'system' });
+      await w.bot({ org_id: other });
+      const u = await w.user();
+      const add = (id: string, m: { type: 'user' | 'bot'; id: string }) =>
+        storage.stores.containers.addMember('channel', id, m, at(0));
+      await add(c1.id, { type: 'bot', id: b1.id });
+      await add(c1.id, { type: 'user', id: u.id });
+      await add(c2.id, { type: 'bot', id: builtin.id });
+      for (const b of [false, true]) {
+        for (const channels of [[], [c1.id], [c1.id, c2.id, newId()]]) {
+          const both = await d().subscribersAndChannelBots([orgId], b, channels);
+          const bySubscriber = (list: { bot_id: string }[]) =>
+            [...list].sort((x, y) => x.bot_id.localeCompare(y.bot_id));
+          expect(bySubscriber(both.subscribers)).toEqual(bySubscriber(await d().subscribers([orgId], b)));
+          const pairs = (list: { parent: string; bot_id: string }[]) =>
+            list.map((p) => `${p.parent}/${p.bot_id}`).sort();
+          expect(pairs(both.channelBots)).toEqual(pairs(await d().botMembers('channel', channels)));
+        }
+      }
+      expect(await d().subscribersAndChannelBots([], true, [])).toEqual({ subscribers: [], channelBots: [] });
+    },
+  );
+
   it('insertDeliveries: answers the ids inserted; an (event, bot) pair that exists is left as it was; empty input inserts nothing', async () => {
     const b = await w.bot();
     const a = fresh(b.id, { last_error: null });

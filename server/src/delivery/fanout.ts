@@ -5,7 +5,12 @@ import { newId } from '../domain/ids.js';
 import type { OutboxEvent, OutboxReader } from '../events/outbox-reader.js';
 import type { DeliveryRow } from '../storage/schema.js';
 import type { Storage } from '../storage/storage.js';
-import { MAX_ROWS_IF_CURSOR_AT, type NewDelivery, type ReceivingBot } from '../storage/stores/deliveries.js';
+import {
+  MAX_ROWS_IF_CURSOR_AT,
+  type NewDelivery,
+  type ReceivingBot,
+  type Subscriber,
+} from '../storage/stores/deliveries.js';
 import type { Stores } from '../storage/stores/index.js';
 import { Pacer } from './pacer.js';
 import type { Claimed, DeliveryWorker } from './worker.js';
@@ -295,7 +300,24 @@ export class Fanout {
   ): Promise<Plan> {
     const orgIds = [...new Set(events.map((e) => e.org_id))];
     const byOrg = new Map<string, Candidate[]>();
-    for (const b of await stores.deliveries.subscribers(orgIds, this.worker.inProcess)) {
+    // On PostgreSQL the bot members of the batch's channels come with the subscribers (one round trip):
+    // every channel an event that may reach a bot happened in (a superset of those looked up below).
+    let channelBots: { parent: string; bot_id: string }[] | undefined;
+    let subscribers: Subscriber[];
+    if (this.reader.usesSequencer) {
+      const channelIds = new Set<string>();
+      for (const e of events) {
+        const route = FANOUT_ROUTES[e.type];
+        const channel = containerIds(e.data).channel;
+        if (channel && route !== 'none' && route !== 'bot') channelIds.add(channel);
+      }
+      ({ subscribers, channelBots } = await stores.deliveries.subscribersAndChannelBots(
+        orgIds,
+        this.worker.inProcess,
+        [...channelIds],
+      ));
+    } else subscribers = await stores.deliveries.subscribers(orgIds, this.worker.inProcess);
+    for (const b of subscribers) {
       const list = byOrg.get(b.org_id) ?? [];
       list.push({ id: b.bot_id, events: this.#subscriptions(b.events), builtin: b.builtin });
       byOrg.set(b.org_id, list);
@@ -340,7 +362,11 @@ export class Fanout {
     }
     const members = new Map<string, Set<string>>(); // `${kind}:${id}` → bot ids
     for (const kind of ['channel', 'project', 'dm_room'] as const) {
-      for (const m of await stores.deliveries.botMembers(kind, [...ids[kind]])) {
+      const found =
+        kind === 'channel' && channelBots
+          ? channelBots
+          : await stores.deliveries.botMembers(kind, [...ids[kind]]);
+      for (const m of found) {
         const key = `${kind}:${m.parent}`;
         let set = members.get(key);
         if (!set) members.set(key, (set = new Set()));
