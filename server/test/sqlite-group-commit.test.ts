@@ -423,3 +423,25 @@ describe.skipIf(Boolean(process.env.DATABASE_URL))('SQLite committed-read cache:
     expect(await storage.stores.orgs.get(org.id)).toBe(org1);
   });
 });
+
+describe.skipIf(Boolean(process.env.DATABASE_URL))(
+  'SQLite committed-read cache: writes that open no table',
+  () => {
+    it('a pragma that sets something empties the cache (its effect is not a table)', async () => {
+      const dir = mkdtempSync(join(tmpdir(), 'workroom-pragma-'));
+      const handle = openSqlite(join(dir, 'test.db'));
+      try {
+        const engine = handle.sqlite!;
+        const version = () =>
+          (engine.runOutsideTransaction('pragma user_version', []) as { rows: { user_version: number }[] })
+            .rows[0]!.user_version;
+        expect(version()).toBe(0);
+        await engine.runOutsideTransaction('pragma user_version = 7', []);
+        expect(version()).toBe(7);
+      } finally {
+        await handle.close();
+        rmSync(dir, { recursive: true, force: true });
+      }
+    });
+  },
+);

@@ -535,6 +535,7 @@ const UNKNOWN_EFFECT = new Set([
   'IncrVacuum',
   'LoadAnalysis',
   'Expire',
+  'SetCookie',
 ]);
 const OPFLAG_P2ISREG = 0x10;
 
@@ -581,10 +582,11 @@ function footprint(
         writes = null;
       }
     }
-    // A read statement that writes nothing, whatever its program says (and the reverse for writes).
+    // A read writes nothing. A write that opens no table (a pragma that sets something, say) may
+    // change anything: not known.
     return {
       reads: reads && [...reads],
-      writes: isRead(stmt) ? [] : writes && [...writes],
+      writes: isRead(stmt) ? [] : writes && writes.size > 0 ? [...writes] : null,
     };
   } catch {
     return { reads: null, writes: null };
