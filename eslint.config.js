@@ -174,6 +174,21 @@ export default tseslint.config(
     },
   },
   {
+    // CommonJS preloads (node --require), e.g. bench/pg-count-preload.cjs.
+    files: ['**/*.cjs'],
+    languageOptions: {
+      sourceType: 'commonjs',
+      globals: {
+        process: 'readonly',
+        console: 'readonly',
+        require: 'readonly',
+        module: 'writable',
+        __dirname: 'readonly',
+      },
+    },
+    rules: { '@typescript-eslint/no-require-imports': 'off' },
+  },
+  {
     files: ['**/*.mjs', '**/*.js'],
     languageOptions: {
       globals: { process: 'readonly', Buffer: 'readonly', console: 'readonly', URL: 'readonly' },

@@ -4,7 +4,7 @@ const fs = require('fs');
 const counts = new Map();
 let n = 0;
 const orig = pg.Client.prototype.query;
-pg.Client.prototype.query = function (config, values, cb) {
+pg.Client.prototype.query = function (config, values) {
   let text = typeof config === 'string' ? config : config && config.text;
   if (text) {
     const full = text;
