@@ -184,6 +184,8 @@ export class SqliteEngine {
   #schemaMayChange = false;
   /** Footprints of statements by SQL text (dropped when the schema may have changed). */
   readonly #footprints = new Map<string, Footprint>();
+  /** Table of each root page of the main schema (dropped with the footprints). */
+  #tableOf: Map<number, string> | undefined;
 
   #dataVersion: BetterSqlite3.Statement | undefined;
   #lastDataVersion: unknown;
@@ -206,6 +208,7 @@ export class SqliteEngine {
       this.#lastDataVersion = v;
       this.#clearResults();
       this.#footprints.clear();
+      this.#tableOf = undefined;
     }
   }
 
@@ -221,7 +224,8 @@ export class SqliteEngine {
     let f = this.#footprints.get(text);
     if (!f) {
       if (this.#footprints.size >= 2000) this.#footprints.clear();
-      f = footprint(this.raw, stmt, text, parameters);
+      this.#tableOf ??= tablesByRootPage(this.raw);
+      f = footprint(this.raw, this.#tableOf, stmt, text, parameters);
       this.#footprints.set(text, f);
     }
     return f;
@@ -252,6 +256,7 @@ export class SqliteEngine {
       if (this.#schemaMayChange) {
         this.#schemaMayChange = false;
         this.#footprints.clear();
+        this.#tableOf = undefined;
       }
       return;
     }
@@ -553,17 +558,22 @@ interface ExplainRow {
  * the main schema (a temporary table, sqlite_schema itself), or an opcode in `UNKNOWN_EFFECT`, makes
  * the side it is on unknown; so does any failure.
  */
+function tablesByRootPage(db: BetterSqlite3.Database): Map<number, string> {
+  const tableOf = new Map<number, string>();
+  for (const r of db.prepare('select rootpage, tbl_name from sqlite_schema where rootpage > 0').raw().all())
+    tableOf.set((r as [number, string])[0], (r as [number, string])[1]);
+  return tableOf;
+}
+
 function footprint(
   db: BetterSqlite3.Database,
+  tableOf: ReadonlyMap<number, string>,
   stmt: BetterSqlite3.Statement,
   text: string,
   parameters: readonly unknown[],
 ): Footprint {
   try {
     const program = db.prepare(`explain ${text}`).all(parameters) as ExplainRow[];
-    const tableOf = new Map<number, string>();
-    for (const r of db.prepare('select rootpage, tbl_name from sqlite_schema where rootpage > 0').raw().all())
-      tableOf.set((r as [number, string])[0], (r as [number, string])[1]);
     let reads: Set<string> | null = new Set();
     let writes: Set<string> | null = new Set();
     const add = (side: Set<string> | null, root: number, schema: number, p5: number) => {
