@@ -331,6 +331,19 @@ describe.skipIf(Boolean(process.env.DATABASE_URL))('SQLite committed-read cache:
     expect(count()).toBe(before + 1);
   });
 
+  it('multi-row inserts of any row count write what their one-row form writes (trigger included)', async () => {
+    const count = () => read<{ n: number }>('select count(*) as n from fp_log')[0]!.n;
+    for (const rows of [2, 3, 5]) {
+      const before = count();
+      const params = Array.from({ length: rows }, (_, i) => [newId(), `multi-${i}`]).flat();
+      const tuples = Array.from({ length: rows }, () => '(?, ?)').join(', ');
+      await storage.transaction(async () => {
+        engine.run(`insert into fp_a (id, v) values ${tuples}`, params);
+      });
+      expect(count()).toBe(before + rows);
+    }
+  });
+
   it('drops what a foreign-key action wrote, and what a view reads', async () => {
     await inTransaction('insert into fp_parent (id) values (?)', 'p1');
     await inTransaction('insert into fp_child (id, parent_id) values (?, ?)', 'c1', 'p1');
