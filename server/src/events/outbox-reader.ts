@@ -258,33 +258,6 @@ export class OutboxReader {
     return this.#checked(read, position, limit, db);
   }
 
-  /**
-   * PostgreSQL: events after the position of the durable cursor `cursor` (outbox_cursors), whose row
-   * this locks for the transaction `db` belongs to: the cursor's lock and read in one round trip. The
-   * cursor row must exist. (The events are read with the statement's snapshot, which may be older than
-   * the cursor's latest value once the lock was waited for: events numbered after that snapshot get
-   * higher positions than all it sees, and are read by the next pass.)
-   */
-  async readAfterLockedCursor(cursor: string, limit: number, db: Executor): Promise<OutboxEvent[]> {
-    const q = sql<OutboxRow>`select position, seq, id, org_id, type, data, created_at from events
-      where position > (select position from outbox_cursors where name = ${cursor} for update)
-      order by position limit ${limit}`;
-    const first = (await q.execute(db)).rows;
-    return this.#checked(
-      (after, n) =>
-        first
-          ? Promise.resolve(first)
-          : sql<OutboxRow>`select position, seq, id, org_id, type, data, created_at from events
-              where position > ${after} order by position limit ${n}`
-              .execute(db)
-              .then((r) => r.rows),
-      0,
-      limit,
-      db,
-      first,
-    );
-  }
-
   /** Events of one organization with `after < position <= upTo`, in order, at most `limit` (resume). */
   readRange(orgId: string, after: number, upTo: number, limit: number): Promise<OutboxEvent[]> {
     const db = this.storage.stores.db;
@@ -305,19 +278,17 @@ export class OutboxReader {
   /**
    * Reads rows with `read(after, n)` from `after` on and checks each against the catalogue; rows that
    * fail are dead-lettered (through `db`, so inside the caller's transaction if it has one) and read
-   * past, so that up to `limit` valid events are returned whenever that many follow. `first` is an
-   * already read first page (the locked-cursor read).
+   * past, so that up to `limit` valid events are returned whenever that many follow.
    */
   async #checked(
     read: (after: number, n: number) => Promise<OutboxRow[]>,
     after: number,
     limit: number,
     db: Executor,
-    first?: OutboxRow[],
   ): Promise<OutboxEvent[]> {
     const out: OutboxEvent[] = [];
     let asked = limit;
-    let rows = first ?? (await read(after, asked));
+    let rows = await read(after, asked);
     for (;;) {
       const dead: EventDeadLetterRow[] = [];
       for (const r of rows) {
