@@ -279,6 +279,24 @@ export type DeliveryState = DeliveryRow['state'];
  * Webhook deliveries (one row per event and bot), their attempts, each bot's webhook health, and the
  * durable cursors of outbox consumers.
  */
+/** The rows' columns as arrays, in the order the PostgreSQL inserts unnest them (`PG_INSERT_DELIVERIES…`). */
+function deliveryColumns(rows: readonly NewDelivery[]): unknown[][] {
+  const col = <K extends keyof NewDelivery>(k: K) => rows.map((r) => r[k]);
+  return [
+    col('id'),
+    col('org_id'),
+    col('bot_id'),
+    col('event_id'),
+    col('event_seq'),
+    col('event_position'),
+    col('event_type'),
+    col('event_created_at'),
+    col('state'),
+    col('next_attempt_at'),
+    col('last_error'),
+  ];
+}
+
 export class DeliveryStore {
   constructor(private readonly db: Executor) {}
 
@@ -318,19 +336,8 @@ export class DeliveryStore {
     cursor: { name: string; from: number; to: number },
   ): Promise<Set<string> | null> {
     if (rows.length > MAX_ROWS_IF_CURSOR_AT) throw new Error('too many rows for one statement');
-    const col = <K extends keyof NewDelivery>(k: K) => rows.map((r) => r[k]);
     const out = await raw<{ moved: boolean; id: string | null }>(this.db, PG_INSERT_DELIVERIES_IF_CURSOR_AT, [
-      col('id'),
-      col('org_id'),
-      col('bot_id'),
-      col('event_id'),
-      col('event_seq'),
-      col('event_position'),
-      col('event_type'),
-      col('event_created_at'),
-      col('state'),
-      col('next_attempt_at'),
-      col('last_error'),
+      ...deliveryColumns(rows),
       now,
       cursor.to,
       cursor.name,
@@ -458,22 +465,11 @@ export class DeliveryStore {
     if (isPostgres(this.db)) {
       for (let i = 0; i < rows.length; i += 5000) {
         const part = rows.slice(i, i + 5000);
-        const col = <K extends keyof NewDelivery>(k: K) => part.map((r) => r[k]);
         const last = i + 5000 >= rows.length;
         const moveCursor = cursor !== undefined && last;
         const text = moveCursor ? PG_INSERT_DELIVERIES_MOVE_CURSOR : PG_INSERT_DELIVERIES;
         const out = await raw<{ id: string }>(this.db, text, [
-          col('id'),
-          col('org_id'),
-          col('bot_id'),
-          col('event_id'),
-          col('event_seq'),
-          col('event_position'),
-          col('event_type'),
-          col('event_created_at'),
-          col('state'),
-          col('next_attempt_at'),
-          col('last_error'),
+          ...deliveryColumns(part),
           now,
           ...(moveCursor ? [cursor.position, cursor.name] : []),
         ]);
