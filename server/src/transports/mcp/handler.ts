@@ -403,11 +403,7 @@ async function callTool(params: Params | undefined, cc: CallContext): Promise<st
     // wrap it in two more async functions and result objects.
     const value =
       key === undefined
-        ? await runChecked(
-            tool.op,
-            { actor: cc.actor, services: cc.services, requestId: cc.requestId, auditChange },
-            parsed.data,
-          )
+        ? await runChecked(tool.op, { ...opContext(cc), auditChange }, parsed.data)
         : (
             await withIdempotency(
               cc.services,
