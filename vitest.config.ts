@@ -15,6 +15,7 @@ import SlowFirstSequencer from './server/test/helpers/sequencer.js';
  */
 const ONCE = [
   'clock',
+  'ids',
   'collect-tasknotify-unit',
   'poll-render',
   'poll-unit',
