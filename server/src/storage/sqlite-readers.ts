@@ -11,8 +11,10 @@ import { Worker } from 'node:worker_threads';
  * Every read has a time budget. When it runs out the read is abandoned: its promise rejects with
  * `ReadTimeout` at once, and its worker is terminated and replaced. (A worker inside one SQLite call
  * stops when that call returns; the request is answered meanwhile, and other reads use the other
- * workers and the replacement.) The pool belongs to the storage object: started on open, stopped on
- * close.
+ * workers and the replacement.) The pool belongs to the storage object and is stopped on close. Its
+ * workers start with the first reads that need them, not on open: a worker costs ~130 ms of CPU to
+ * start (a Node thread, the driver, a connection), which a server that is never searched (a test
+ * server, a short-lived command) would pay for nothing; the first search pays it once instead.
  */
 const WORKER_SOURCE = `
 const { parentPort, workerData } = require('node:worker_threads');
@@ -105,11 +107,8 @@ export class SqliteReaders implements Readers {
     private readonly file: string,
     size: number,
   ) {
-    for (let i = 0; i < size; i++) {
-      const slot: Slot = { worker: undefined, job: undefined };
-      this.#slots.push(slot);
-      this.#spawn(slot);
-    }
+    // Each slot's worker starts when a read is first dispatched to it (#dispatch).
+    for (let i = 0; i < size; i++) this.#slots.push({ worker: undefined, job: undefined });
   }
 
   /** Runs one read-only statement on a reader; rejects with `ReadTimeout` after `budgetMs`. */
