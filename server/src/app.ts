@@ -2,6 +2,7 @@ import { createServer, STATUS_CODES, type Server } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import type { Logger } from 'pino';
 import { bootstrapIfEmpty } from './bootstrap.js';
+import { PASSWORD_COST, type PasswordCost } from './domain/secrets.js';
 import type { Config } from './config/config.js';
 import { TokenBucketLimiter, type RateLimiter } from './domain/token-bucket.js';
 import { LeasedRateLimiter } from './domain/leased-rate-limiter.js';
@@ -80,6 +81,12 @@ export async function startApp(
      * process: no environment variable or endpoint reaches it.
      */
     clock?: Clock;
+    /**
+     * scrypt's cost for new password hashes (domain/secrets.ts); default PASSWORD_COST. Test servers
+     * pass a cheaper one, in process only, as Django's test settings swap in a fast hasher: each hash
+     * keeps its own cost, so verifying is the same code either way.
+     */
+    passwordCost?: PasswordCost;
     /** Overrides WORKROOM_METRICS_PORT in process: 0 listens on any free port (tests), null turns metrics off. */
     metricsPort?: number | null;
   } = {},
@@ -98,7 +105,8 @@ export async function startApp(
     await storage.close();
     throw err;
   });
-  const firstStart = await bootstrapIfEmpty(config, storage, log);
+  const passwordCost = opts.passwordCost ?? PASSWORD_COST;
+  const firstStart = await bootstrapIfEmpty(config, storage, log, passwordCost);
 
   const lifecycle = new Lifecycle(log);
   const clock = opts.clock ?? systemClock;
@@ -111,6 +119,7 @@ export async function startApp(
   const services: Services = {
     config,
     clock,
+    passwordCost,
     storage,
     log,
     bus: new EventBus(),

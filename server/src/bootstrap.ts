@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Config } from './config/config.js';
 import { newId, nowIso } from './domain/ids.js';
-import { hashPassword } from './domain/secrets.js';
+import { hashPassword, type PasswordCost } from './domain/secrets.js';
 import type { Storage } from './storage/storage.js';
 
 /** What a first start has to tell the operator once the server listens (app.ts calls it after binding). */
@@ -21,6 +21,7 @@ export async function bootstrapIfEmpty(
   config: Config,
   storage: Storage,
   log: Logger,
+  passwordCost: PasswordCost,
 ): Promise<FirstStart | undefined> {
   if ((await storage.stores.orgs.count()) > 0) {
     warnAdminIgnored(config, log);
@@ -28,7 +29,7 @@ export async function bootstrapIfEmpty(
   }
   const generated = config.admin.password === undefined;
   const password = config.admin.password ?? randomBytes(12).toString('base64url');
-  const password_hash = await hashPassword(password);
+  const password_hash = await hashPassword(password, passwordCost);
   // Instances starting together on an empty database: one sets up, the others find it done.
   const created = await storage.exclusiveTransaction('first-start', async (s) => {
     if ((await s.orgs.count()) > 0) return false; // another instance got there first

@@ -1,6 +1,7 @@
 import { createHook } from 'node:async_hooks';
 import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { PASSWORD_COST } from '../src/domain/secrets.js';
 import { Api, expectStatus } from './helpers/client.js';
 import { FrozenClock } from './helpers/frozen-clock.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
@@ -60,7 +61,9 @@ describe('sign-in during a lockout attack', () => {
   const clock = new FrozenClock();
 
   beforeAll(async () => {
-    s = await startTestServer({ WORKROOM_TRUST_PROXY: 'true' }, { clock });
+    // The server's own password cost (helpers/server.ts): the real user's sign-in hashes as in production
+    // while the flood below fills the queue.
+    s = await startTestServer({ WORKROOM_TRUST_PROXY: 'true' }, { clock, passwordCost: PASSWORD_COST });
     w = await World.create(s.url);
     victim = await w.user();
     other = await w.user();

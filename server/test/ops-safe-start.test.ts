@@ -28,6 +28,29 @@ afterAll(async () => {
 });
 const NO_STACK = /^\s+at /m;
 
+/** Every user's stored password hash by email, read from the installation's database. */
+async function passwordHashes(inst: Install): Promise<Record<string, string>> {
+  const sql = 'select email, password_hash from users';
+  let rows: { email: string; password_hash: string }[];
+  if (inst.schema) {
+    const c = new pg.Client({ connectionString: process.env.DATABASE_URL });
+    await c.connect();
+    try {
+      rows = (await c.query(sql.replace('users', `"${inst.schema}".users`))).rows;
+    } finally {
+      await c.end();
+    }
+  } else {
+    const db = new BetterSqlite3(join(inst.dataDir, 'workroom.db'), { readonly: true });
+    try {
+      rows = db.prepare(sql).all() as typeof rows;
+    } finally {
+      db.close();
+    }
+  }
+  return Object.fromEntries(rows.map((r) => [r.email, r.password_hash]));
+}
+
 describe('one server per SQLite data directory', { timeout: 240_000 }, () => {
   it.skipIf(PG)(
     'a second server on the same data directory is refused naming the first one’s pid; exit 3',
@@ -200,7 +223,21 @@ describe('administrators', { timeout: 240_000 }, () => {
     expect(
       (await inst.run(['reset-password', 'ops@test.local', '--password-stdin'], {}, 'short\n')).code,
     ).toBe(64);
+    // A user made through the API too: every hash this process made has the server's own cost
+    // (PASSWORD_COST; test servers in process use a cheaper one, helpers/server.ts).
+    const adminToken = await login(inst.url, ADMIN_EMAIL, ADMIN_PASSWORD);
+    expectStatus(
+      await anon.post(
+        '/api/users',
+        { email: 'member@test.local', display_name: 'M', password: 'member-password-1' },
+        { token: adminToken },
+      ),
+      201,
+    );
     await p.kill('SIGTERM');
+    const hashes = await passwordHashes(inst);
+    expect(Object.keys(hashes).sort()).toEqual([ADMIN_EMAIL, 'member@test.local', 'ops@test.local']);
+    for (const h of Object.values(hashes)) expect(h).toMatch(/^scrypt\$16384\$8\$1\$/);
   });
 
   it('check-config: 0 with a summary for a good configuration, 2 naming the variable for a bad one', async () => {

@@ -17,6 +17,7 @@ import type { ReadinessCheck } from '../metrics/health.js';
 import type { ActiveGrants } from '../domain/grants.js';
 import type { Stores } from '../storage/stores/index.js';
 import type { AuditChange } from './audit/decision.js';
+import type { PasswordCost } from '../domain/secrets.js';
 
 /** Who is calling: a signed-in user or a bot with an API key. */
 export type Actor = UserActor | BotActor;
@@ -52,6 +53,8 @@ export interface Services {
    * clock unless a test passed a TestClock to startApp.
    */
   clock: Clock;
+  /** scrypt's cost for the password hashes the server makes: PASSWORD_COST unless a test passed another. */
+  passwordCost: PasswordCost;
   storage: Storage;
   log: Logger;
   bus: EventBus;

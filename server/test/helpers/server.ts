@@ -11,6 +11,15 @@ export const ADMIN_EMAIL = 'admin@test.local';
 export const ADMIN_PASSWORD = 'admin-password-1';
 
 /**
+ * scrypt's cost for the passwords test servers hash: 1 MiB and ~2 ms, where the server's own
+ * (PASSWORD_COST) takes 16 MiB and ~40 ms of one core. Some 1,300 hashes and sign-ins a run cost ~50 s
+ * of CPU per database that way. Verifying reads the cost from each hash, so it is the same code. The
+ * sign-in flood test (hardening-login) passes PASSWORD_COST; ops-safe-start checks that a server process
+ * hashes with it.
+ */
+export const TEST_PASSWORD_COST = { N: 1024, r: 8, p: 1 };
+
+/**
  * A real Workroom server on a random port with its own database: a fresh SQLite file, or, when
  * DATABASE_URL points at PostgreSQL, a uniquely named schema that is dropped afterwards.
  */
@@ -60,6 +69,7 @@ export async function startTestServer(
    */
   appOptions: Parameters<typeof startApp>[1] = {},
 ): Promise<TestServer> {
+  const options = { passwordCost: TEST_PASSWORD_COST, ...appOptions };
   const dataDir = mkdtempSync(join(tmpdir(), 'workroom-test-'));
   const pgUrl = process.env.DATABASE_URL;
   const schema = pgUrl ? `wr_test_${randomBytes(6).toString('hex')}` : undefined;
@@ -83,7 +93,7 @@ export async function startTestServer(
   try {
     if (config.database.kind === 'sqlite' && !existsSync(config.database.file))
       copyFileSync(await migratedSqliteTemplate(), config.database.file);
-    app = await startApp(config, appOptions);
+    app = await startApp(config, options);
   } catch (err) {
     // A server that failed to start leaves nothing behind either.
     if (pgUrl && schema) await dropSchema(pgUrl, schema).catch(() => undefined);
@@ -103,7 +113,7 @@ export async function startTestServer(
       const port = new URL(srv.url).port;
       await srv.app.close();
       await whileDown?.();
-      srv.app = await startApp({ ...config, port: Number(port) }, appOptions);
+      srv.app = await startApp({ ...config, port: Number(port) }, options);
     },
   };
   return srv;

@@ -66,7 +66,7 @@ export const createUser = defineOperation({
     assertMayManage(actor, orgId, input.role, existingDepartment);
     if (await services.storage.stores.users.getByEmail(input.email))
       throw conflict(`A user with the email ${input.email} already exists`);
-    const password_hash = await hashPassword(input.password);
+    const password_hash = await hashPassword(input.password, services.passwordCost);
     try {
       return await write(ctx, async ({ stores, now }) => {
         let departmentId: string | null = null;
@@ -192,7 +192,9 @@ export const updateUser = defineOperation({
       if (!(await verifyPassword(input.current_password, target.password_hash)))
         throw new AppError('forbidden', 'The current password is not correct');
     }
-    const password_hash = input.password ? await hashPassword(input.password) : undefined;
+    const password_hash = input.password
+      ? await hashPassword(input.password, services.passwordCost)
+      : undefined;
     return write(ctx, async ({ stores, now }) => {
       let department_id: string | null | undefined;
       if (input.department === null) department_id = null;
