@@ -11,7 +11,7 @@ import { ClusterSettingsStore } from '../src/storage/stores/cluster-settings.js'
 import { Api, expectStatus } from './helpers/client.js';
 import { Receiver } from './helpers/receiver.js';
 import { dropSchema, startTestServer, type TestServer } from './helpers/server.js';
-import { freePort } from './helpers/server-proc.js';
+import { freePort, serverMain } from './helpers/server-proc.js';
 import { World, type UserHandle } from './helpers/world.js';
 
 /**
@@ -155,7 +155,7 @@ describe('one encryption key for the cluster', () => {
   it('the server process exits with code 2 and says why', async () => {
     if (!pgUrl) await a.app.close(); // one server per SQLite data directory
     const port = await freePort();
-    const child = spawn(process.execPath, ['--import', 'tsx', 'server/src/main.ts'], {
+    const child = spawn(process.execPath, serverMain(), {
       cwd: join(import.meta.dirname, '../..'),
       env: {
         PATH: process.env.PATH ?? '',

@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -10,6 +10,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { Api, expectStatus } from './helpers/client.js';
 import { Receiver, type Received } from './helpers/receiver.js';
 import { dropSchema } from './helpers/server.js';
+import { serverMain } from './helpers/server-proc.js';
 
 /**
  * Crash safety of webhook delivery: a real server process is SIGKILLed at least five times and started
@@ -22,24 +23,6 @@ import { dropSchema } from './helpers/server.js';
  * attempts too, as an attempt cut off by the kill is sent again when its lease ends.
  */
 const ROOT = join(import.meta.dirname, '../..');
-const SRC = join(ROOT, 'server/src');
-const DIST_MAIN = join(ROOT, 'server/dist/main.js');
-
-/** The built server (CI builds before testing) when it is newer than every source file; else tsx. */
-function serverCommand(): string[] {
-  const newest = (dir: string): number =>
-    Math.max(
-      0,
-      ...readdirSync(dir, { withFileTypes: true }).map((e) =>
-        e.isDirectory() ? newest(join(dir, e.name)) : statSync(join(dir, e.name)).mtimeMs,
-      ),
-    );
-  // CRASH_TEST_DIST=1 takes the build as it is (when sources changed since, in ways that do not matter).
-  const fresh =
-    existsSync(DIST_MAIN) &&
-    (process.env.CRASH_TEST_DIST === '1' || statSync(DIST_MAIN).mtimeMs >= newest(SRC));
-  return fresh ? [DIST_MAIN] : ['--import', 'tsx', join(SRC, 'main.ts')];
-}
 const KILLS = 5;
 const ADMIN = { email: 'crash@test.local', password: 'crash-password-1' };
 
@@ -108,7 +91,7 @@ describe('webhook delivery survives SIGKILL', () => {
       ...(pgUrl && schema ? { DATABASE_URL: pgUrl, WORKROOM_DATABASE_SCHEMA: schema } : {}),
     };
     let output = '';
-    const command = serverCommand();
+    const command = serverMain();
     const start = async () => {
       child = spawn(process.execPath, command, {
         cwd: ROOT,

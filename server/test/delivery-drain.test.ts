@@ -10,6 +10,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { Api, expectStatus } from './helpers/client.js';
 import { Receiver } from './helpers/receiver.js';
 import { dropSchema } from './helpers/server.js';
+import { serverMain } from './helpers/server-proc.js';
 
 /**
  * Shutdown with deliveries in flight (a real server process, SIGTERM): attempts that end within the
@@ -18,7 +19,6 @@ import { dropSchema } from './helpers/server.js';
  * lease), so the next start sends them with the same webhook-id; the process exits within the time-out.
  */
 const ROOT = join(import.meta.dirname, '../..');
-const MAIN = join(ROOT, 'server/src/main.ts');
 const ADMIN = { email: 'drain@test.local', password: 'drain-password-1' };
 const SHUTDOWN_MS = 5000;
 
@@ -72,7 +72,7 @@ describe('webhook delivery at shutdown', () => {
       };
       let output = '';
       const start = async () => {
-        const c = spawn(process.execPath, ['--import', 'tsx', MAIN], {
+        const c = spawn(process.execPath, serverMain(), {
           cwd: ROOT,
           env,
           stdio: ['ignore', 'pipe', 'pipe'],

@@ -8,10 +8,10 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig, parseDurationMs } from '../src/config/config.js';
 import { dropSchema } from './helpers/server.js';
+import { serverMain } from './helpers/server-proc.js';
 
 /** The server as a process: configuration errors, first start, graceful shutdown. */
 const ROOT = join(import.meta.dirname, '../..');
-const MAIN = join(ROOT, 'server/src/main.ts');
 const dirs: string[] = [];
 const schemas: string[] = [];
 afterAll(async () => {
@@ -36,7 +36,7 @@ interface Proc {
 }
 
 function run(env: Record<string, string>): Proc {
-  const child = spawn(process.execPath, ['--import', 'tsx', MAIN], {
+  const child = spawn(process.execPath, serverMain(), {
     cwd: ROOT,
     env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -9,6 +9,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Api, expectStatus } from './helpers/client.js';
 import { dropSchema } from './helpers/server.js';
+import { helperEntry } from './helpers/server-proc.js';
 
 /**
  * The scheduler across real server processes (server/test/helpers/scheduler-proc.ts: the server with
@@ -56,7 +57,7 @@ class Proc {
 
   static async start(env: Record<string, string>): Promise<Proc> {
     const port = await freePort();
-    const child = spawn(process.execPath, ['--import', 'tsx', PROC], {
+    const child = spawn(process.execPath, [helperEntry(PROC)], {
       cwd: ROOT,
       env: { ...env, PORT: String(port) },
       stdio: ['ignore', 'pipe', 'pipe'],

@@ -7,7 +7,7 @@ import pg from 'pg';
 import WebSocket from 'ws';
 import { afterAll, describe, expect, it } from 'vitest';
 import { Api, expectStatus } from './helpers/client.js';
-import { builtOrSource, freePort, startServerProc, type ServerProc } from './helpers/server-proc.js';
+import { freePort, serverMain, startServerProc, type ServerProc } from './helpers/server-proc.js';
 import { ADMIN_EMAIL, ADMIN_PASSWORD, dropSchema } from './helpers/server.js';
 
 /**
@@ -119,7 +119,7 @@ describe('socket delivery survives SIGKILL and dropped sockets', () => {
       const t0 = Date.now();
       const phase = (what: string) =>
         process.env.CRASH_DEBUG && console.log(`${Date.now() - t0} ms: ${what}`);
-      const command = builtOrSource();
+      const command = serverMain();
       proc = await startServerProc(port, env, undefined, command);
       phase(`started: node ${command.join(' ')}`);
       const anon = new Api(url);

@@ -5,9 +5,10 @@ import { connect, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { dropSchema } from './server.js';
+import { serverMain } from './server-proc.js';
 
 /**
- * The server as a real child process (`node --import tsx server/src/main.ts`), so that an exception
+ * The server as a real child process (the build of server/src/main.ts), so that an exception
  * that escapes a handler shows as what it is in production: the process exiting. And a raw socket
  * client that sends exact bytes, for request lines and headers no HTTP client would produce.
  */
@@ -39,7 +40,7 @@ export async function startChildServer(env: Record<string, string> = {}): Promis
   const port = await freePort();
   const pgUrl = process.env.DATABASE_URL;
   const schema = pgUrl ? `wr_fuzz_${randomBytes(5).toString('hex')}` : undefined;
-  const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'server/src/main.ts')], {
+  const child = spawn(process.execPath, serverMain(), {
     cwd: ROOT,
     env: {
       PATH: process.env.PATH,

@@ -1,4 +1,4 @@
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -8,20 +8,13 @@ import { freePort } from './server-proc.js';
 
 /**
  * The `workroom` command as an operator runs it: `node server/bin/workroom.js <sub>` (the package's bin)
- * against the built server (server/dist, built here first when missing or stale), one data directory
+ * against the built server (server/dist, built by vitest's global setup when missing or stale), one data directory
  * (and on PostgreSQL one schema) per installation.
  */
 export const ROOT = join(import.meta.dirname, '../../..');
 export const WORKROOM = join(ROOT, 'server/bin/workroom.js');
 
-/** Builds server/dist when it is missing or older than the sources (CI built it already). */
-export function ensureBuilt(): void {
-  const r = spawnSync(process.execPath, [join(ROOT, 'server/bin/build-if-stale.js')], {
-    cwd: ROOT,
-    encoding: 'utf8',
-  });
-  if (r.status !== 0) throw new Error(`build failed: ${r.stdout}${r.stderr}`);
-}
+export { ensureBuilt } from './build-server.js';
 
 /** Variables to set, or to unset (null). */
 export type Env = Record<string, string | null>;

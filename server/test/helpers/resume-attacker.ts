@@ -1,6 +1,6 @@
 /**
  * A client process that resumes the live stream again and again from far back, on several sockets at
- * once (the attack of issue 22, point 4). Run by `startResumeAttack` (below) in a process of its own, so
+ * once (the attack of issue 22, point 4), in a process of its own (resume-attacker-child.ts), so
  * that its frame parsing does not share the event loop of the server under test.
  *
  * Protocol with the parent (IPC): it says `{ type: 'hello' }` when it listens, then receives
@@ -11,89 +11,10 @@
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
-import WebSocket from 'ws';
+import type { AttackTotals, Orders } from './resume-attacker-child.js';
+import { helperEntry } from './server-proc.js';
 
-interface Orders {
-  url: string;
-  token: string;
-  lastSeq: number;
-  sockets: number;
-}
-
-export interface AttackTotals {
-  rounds: number;
-  events: number;
-  /** How the resumes ended: ready, reset, or the close code. */
-  outcomes: Record<string, number>;
-}
-
-const open = new Set<WebSocket>();
-
-/** One resume: connects with `?last_seq`, counts events until `ready`, closes. */
-function resumeOnce(o: Orders): Promise<{ events: number; outcome: string }> {
-  return new Promise((resolve) => {
-    const ws = new WebSocket(`${o.url.replace(/^http/, 'ws')}/api/realtime?last_seq=${o.lastSeq}`, {
-      headers: { authorization: `Bearer ${o.token}` },
-    });
-    let events = 0;
-    let outcome = '';
-    ws.on('message', (data: Buffer) => {
-      // Only short frames can be `ready` / `reset`: events are not parsed (the attacker reads cheaply).
-      if (data.length > 64) {
-        events++;
-        return;
-      }
-      const text = data.toString();
-      if (text.includes('"event"')) events++;
-      else if (text.includes('"reset"')) outcome ||= 'reset';
-      else if (text.includes('"ready"')) {
-        outcome ||= 'ready';
-        ws.close();
-      }
-    });
-    open.add(ws);
-    ws.on('close', (code) => {
-      open.delete(ws);
-      resolve({ events, outcome: outcome || `close ${code}` });
-    });
-    ws.on('error', () => undefined);
-  });
-}
-
-function runChild(): void {
-  let running = false;
-  let orders: Orders | undefined;
-  const totals: AttackTotals = { rounds: 0, events: 0, outcomes: {} };
-  let loops: Promise<void>[] = [];
-  const go = () => {
-    if (running || !orders) return;
-    running = true;
-    const o = orders;
-    loops = Array.from({ length: o.sockets }, async () => {
-      while (running) {
-        const r = await resumeOnce(o);
-        totals.rounds++;
-        totals.events += r.events;
-        totals.outcomes[r.outcome] = (totals.outcomes[r.outcome] ?? 0) + 1;
-        process.send!({ type: 'round', events: r.events, outcome: r.outcome });
-      }
-    });
-  };
-  /** Ends every loop: the resumes in progress are cut off (and counted as closed). */
-  const halt = async () => {
-    running = false;
-    for (const ws of open) ws.terminate();
-    await Promise.all(loops);
-  };
-  process.on('message', (m: Orders | 'go' | 'pause' | 'stop') => {
-    if (m === 'go') go();
-    else if (m === 'pause') void halt().then(() => process.send!({ type: 'paused' }));
-    else if (m === 'stop') {
-      void halt().then(() => process.send!({ type: 'stopped', ...totals }, () => process.exit(0)));
-    } else orders = m;
-  });
-  process.send!({ type: 'hello' });
-}
+export type { AttackTotals } from './resume-attacker-child.js';
 
 export interface ResumeAttack {
   child: ChildProcess;
@@ -114,8 +35,8 @@ export interface ResumeAttack {
  * again. Resolves once the process has its orders.
  */
 export async function startResumeAttack(orders: Orders): Promise<ResumeAttack> {
-  const child = fork(join(import.meta.dirname, 'resume-attacker.ts'), ['child'], {
-    execArgv: ['--import', 'tsx'],
+  const child = fork(helperEntry(join(import.meta.dirname, 'resume-attacker-child.ts')), [], {
+    execArgv: [],
     cwd: join(import.meta.dirname, '../../..'),
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
@@ -168,5 +89,3 @@ export async function startResumeAttack(orders: Orders): Promise<ResumeAttack> {
   await listening;
   return attack;
 }
-
-if (process.argv[2] === 'child' && process.send) runChild();

@@ -1,36 +1,63 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, readdirSync, statSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
-import { join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import ts from 'typescript';
 import { ADMIN_EMAIL, ADMIN_PASSWORD } from './server.js';
 
 /**
- * A real Workroom server process (server/src/main.ts: configuration from the environment, graceful stop
- * on SIGTERM) on a fixed port, for tests that stop, kill and restart the server on one data directory
+ * A real Workroom server process (the build of server/src/main.ts: configuration from the environment,
+ * graceful stop on SIGTERM) on a fixed port, for tests that stop, kill and restart the server on one data directory
  * or PostgreSQL schema.
  */
 
 const ROOT = join(import.meta.dirname, '../../..');
-const MAIN = join(ROOT, 'server/src/main.ts');
+const DIST = join(ROOT, 'server/dist');
 /** The same server on a test clock its parent moves (helpers/clock-server-main.ts). */
 const CLOCK_MAIN = join(ROOT, 'server/test/helpers/clock-server-main.ts');
 
 /**
- * The built server (CI builds before testing) when it is newer than every source file, else main.ts
- * through tsx: the arguments to give node. A build starts in a fraction of tsx's time, which matters to
- * tests that restart the server many times.
+ * The node arguments that start the built server, server/dist/main.js. Every server process a test
+ * starts runs the build: vitest's global setup (helpers/build-server.ts) makes it once per run when it
+ * is missing or older than the sources (CI built it already). Through tsx each start cost about 1 s more
+ * CPU (the whole server transpiled and loaded through its hooks), for some 50 starts a run per database.
  */
-export function builtOrSource(): string[] {
-  const src = join(ROOT, 'server/src');
-  const dist = join(ROOT, 'server/dist/main.js');
-  const newest = (dir: string): number =>
-    Math.max(
-      0,
-      ...readdirSync(dir, { withFileTypes: true }).map((e) =>
-        e.isDirectory() ? newest(join(dir, e.name)) : statSync(join(dir, e.name)).mtimeMs,
-      ),
-    );
-  return existsSync(dist) && statSync(dist).mtimeMs >= newest(src) ? [dist] : ['--import', 'tsx', MAIN];
+export function serverMain(): string[] {
+  const main = join(DIST, 'main.js');
+  if (!existsSync(main))
+    throw new Error('server/dist is missing: run the tests through vitest (its global setup builds it)');
+  return [main];
+}
+
+/**
+ * A helper of these tests that runs as a process of its own (clock-server-main.ts, scheduler-proc.ts,
+ * resume-attacker.ts) as JavaScript that node runs without tsx: transpiled here with TypeScript's
+ * transpileModule (types are the typecheck's business), its imports of server/src pointed at the build
+ * (server/dist, see `serverMain`). Written once per content under node_modules/.cache, where its
+ * packages resolve; the path to give node.
+ */
+export function helperEntry(file: string): string {
+  const source = readFileSync(file, 'utf8');
+  const hash = createHash('sha256').update(source).digest('hex').slice(0, 16);
+  const out = join(ROOT, 'node_modules/.cache/workroom-test-helpers', `${basename(file, '.ts')}-${hash}.mjs`);
+  if (existsSync(out)) return out;
+  serverMain(); // the build must be there
+  const dist = pathToFileURL(DIST).href;
+  const js = ts
+    .transpileModule(source, {
+      compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022 },
+      fileName: file,
+    })
+    .outputText.replace(/(from |import\()(['"])\.\.\/\.\.\/src\//g, `$1$2${dist}/`);
+  const relative = /(from |import\()['"]\.\.?\//.exec(js);
+  if (relative) throw new Error(`${file}: helperEntry runs files that import only server/src and packages`);
+  mkdirSync(dirname(out), { recursive: true });
+  const tmp = `${out}.${process.pid}.tmp`;
+  writeFileSync(tmp, js);
+  renameSync(tmp, out); // whole, even with other workers writing the same file
+  return out;
 }
 
 export function freePort(): Promise<number> {
@@ -97,10 +124,10 @@ export async function startServerProc(
   port: number,
   env: Record<string, string>,
   clock?: { start?: number },
-  /** The node arguments that start the server (default: main.ts through tsx; see `builtOrSource`). */
+  /** The node arguments that start the server (default: the build, `serverMain`, or on a clock `helperEntry(CLOCK_MAIN)`). */
   command?: string[],
 ): Promise<ServerProc> {
-  const child = spawn(process.execPath, command ?? ['--import', 'tsx', clock ? CLOCK_MAIN : MAIN], {
+  const child = spawn(process.execPath, command ?? (clock ? [helperEntry(CLOCK_MAIN)] : serverMain()), {
     cwd: ROOT,
     env: {
       PATH: process.env.PATH ?? '',
