@@ -4,6 +4,7 @@
 # a schema of its own. Needs node, python3 >= 3.9; the install test needs Debian's python3-venv and
 # python3-wheel-whl (apt-get install -y python3-venv python3-wheel-whl mypy).
 # Prints unittest's summary and a last line "python-sdk: N passed, N failed"; exits non-zero on failure.
+# `run-tests.sh --server-only`: only the tests that talk to a server (for a run on a second database).
 set -uo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
@@ -14,6 +15,13 @@ if [ -z "${WORKROOM_TEST_SERVER_MAIN:-}" ] && [ ! -f "$repo/server/dist/main.js"
 fi
 
 status=0
+# --server-only: the unittest tests that talk to a server and nothing else (no mypy, no generated-types
+# check): a second run of the suite on another database (CI runs it so on PostgreSQL).
+if [ "${1:-}" = "--server-only" ]; then
+  echo "== unittest, the tests that talk to a server (DATABASE_URL=${DATABASE_URL:-SQLite})"
+  (cd "$here" && "$PY" tests/run.py "$@") || status=1
+  exit $status
+fi
 if command -v mypy >/dev/null 2>&1; then
   echo "== mypy --strict (Python 3.9 rules)"
   (cd "$here" && mypy workroom tests) || status=1
