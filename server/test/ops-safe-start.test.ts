@@ -7,6 +7,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Api, expectStatus } from './helpers/client.js';
 import { ensureBuilt, Install } from './helpers/ops.js';
+import { freePort } from './helpers/server-proc.js';
 import { ADMIN_EMAIL, ADMIN_PASSWORD } from './helpers/server.js';
 import { login } from './helpers/world.js';
 
@@ -94,16 +95,17 @@ describe('one server per SQLite data directory', { timeout: 240_000 }, () => {
   it.runIf(PG)('PostgreSQL: two servers on one database start side by side (no lock)', async () => {
     const inst = await install();
     const a = await inst.start();
-    const port2 = inst.port + 1;
+    const port2 = await freePort(); // not inst.port + 1: another test's server may hold that one
     const b = inst.spawn(['start'], { PORT: String(port2) });
     await expect
       .poll(
         async () => (await fetch(`http://127.0.0.1:${port2}/api/health`).catch(() => null))?.ok ?? false,
-        {
-          timeout: 45_000,
-        },
+        { timeout: 45_000 },
       )
-      .toBe(true);
+      .toBe(true)
+      .catch((err: Error) => {
+        throw new Error(`the second server did not come up (${err.message}):\n${b.out}`);
+      });
     await Promise.all([a.kill('SIGTERM'), b.kill('SIGTERM')]);
   });
 });
