@@ -21,6 +21,7 @@ export class LeaderLease implements Service {
   readonly name = 'leader lease';
   readonly instanceId = randomUUID();
   #until = 0;
+  #renewals = 0;
   #timer: ClockTimer | undefined;
   readonly #tasks: { every: number; last: number; run: () => Promise<unknown> }[] = [];
 
@@ -29,6 +30,11 @@ export class LeaderLease implements Service {
     private readonly clock: Clock,
     private readonly log: Logger,
   ) {}
+
+  /** Renewals made so far, held or not (tests wait on it: "the next renewal happened"). */
+  get renewals(): number {
+    return this.#renewals;
+  }
 
   /** Whether this instance holds the lease now. */
   get isLeader(): boolean {
@@ -64,6 +70,7 @@ export class LeaderLease implements Service {
       // Kept until it expires: another instance cannot take it before then either.
       this.log.warn({ err }, 'leader: could not renew the lease');
     }
+    this.#renewals++;
     if (this.isLeader !== was) {
       this.log.info(
         { instance: this.instanceId },
