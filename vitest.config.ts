@@ -50,8 +50,9 @@ export default defineConfig({
     // files (stand-up, poll, collection, scheduler, crash) spend most of their time waiting for real
     // clock times, and they start first (helpers/sequencer.ts) so that they are not the run's tail.
     maxWorkers: 3,
-    // The server processes tests start run the build (server/dist): made here once when missing or stale.
-    globalSetup: ['server/test/helpers/build-server.ts'],
+    // Once per run: the build (server/dist) the server processes of tests run, made when missing or stale,
+    // and the name of the run's PostgreSQL schemas (helpers/global-setup.ts).
+    globalSetup: ['server/test/helpers/global-setup.ts'],
     sequence: { sequencer: SlowFirstSequencer },
     // Files share a worker's module cache (loading the server's modules again for every file cost about
     // 9 s a file under load); every file still starts its own servers on its own databases.

@@ -20,7 +20,7 @@ const CLOCK_MAIN = join(ROOT, 'server/test/helpers/clock-server-main.ts');
 
 /**
  * The node arguments that start the built server, server/dist/main.js. Every server process a test
- * starts runs the build: vitest's global setup (helpers/build-server.ts) makes it once per run when it
+ * starts runs the build: vitest's global setup (helpers/global-setup.ts) makes it once per run when it
  * is missing or older than the sources (CI built it already). Through tsx each start cost about 1 s more
  * CPU (the whole server transpiled and loaded through its hooks), for some 50 starts a run per database.
  */

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
+import { inject } from 'vitest';
 import { startApp, type RunningApp } from '../../src/app.js';
 import { loadConfig } from '../../src/config/config.js';
 import { migrate, openDatabase } from '../../src/storage/database.js';
@@ -61,6 +62,26 @@ function migratedSqliteTemplate(): Promise<string> {
   return migratedSqlite;
 }
 
+/**
+ * PostgreSQL schemas of closed test servers, emptied, that the next test server of this process takes
+ * instead of a new one: a new schema cost ~1 s of CPU to migrate (most of it PostgreSQL's, the DDL of
+ * every migration), emptying one a fraction of that. A schema goes back only when no other instance
+ * used it (`sameDatabaseAs`) and it emptied cleanly; the run's global teardown drops them
+ * (helpers/global-setup.ts). The migrations still run on the first schema of each test process, and
+ * pg-migrate-race and search-migration test them on PostgreSQL.
+ */
+const emptiedSchemas: string[] = [];
+const sharedSchemas = new Set<string>();
+
+/** This run's name for its schemas (vitest's global setup); outside it (another config), none: no reuse. */
+function testRun(): string | undefined {
+  try {
+    return inject('testRun');
+  } catch {
+    return undefined;
+  }
+}
+
 export async function startTestServer(
   env: Record<string, string> = {},
   /**
@@ -72,7 +93,11 @@ export async function startTestServer(
   const options = { passwordCost: TEST_PASSWORD_COST, ...appOptions };
   const dataDir = mkdtempSync(join(tmpdir(), 'workroom-test-'));
   const pgUrl = process.env.DATABASE_URL;
-  const schema = pgUrl ? `wr_test_${randomBytes(6).toString('hex')}` : undefined;
+  const run = pgUrl ? testRun() : undefined;
+  const schema = pgUrl
+    ? ((env.WORKROOM_DATABASE_SCHEMA ? undefined : emptiedSchemas.pop()) ??
+      `wr_test_${run ? `${run}_` : ''}${randomBytes(6).toString('hex')}`)
+    : undefined;
   const config = loadConfig({
     PORT: '0',
     HOST: '127.0.0.1',
@@ -106,7 +131,13 @@ export async function startTestServer(
     dialect: app.services.storage.dialect,
     async close() {
       await srv.app.close();
-      if (pgUrl && schema) await dropSchema(pgUrl, schema);
+      if (pgUrl && schema) {
+        const used = srv.app.services.config.database;
+        const ownSchema = used.kind === 'postgres' && used.schema === schema;
+        if (run && ownSchema && !sharedSchemas.has(schema) && (await emptySchema(pgUrl, schema)))
+          emptiedSchemas.push(schema);
+        else await dropSchema(pgUrl, schema);
+      }
       rmSync(dataDir, { recursive: true, force: true });
     },
     async restart(whileDown) {
@@ -121,11 +152,13 @@ export async function startTestServer(
 
 /**
  * The environment that makes another test server an instance of `first`'s database: its PostgreSQL
- * schema (several instances on one database; the second's own, unused schema is dropped on close).
+ * schema (several instances on one database; the second's own, unused schema is dropped on close, and
+ * the shared one is not reused).
  */
 export function sameDatabaseAs(first: TestServer): { WORKROOM_DATABASE_SCHEMA: string } {
   const db = first.app.services.config.database;
   if (db.kind !== 'postgres' || !db.schema) throw new Error('expected a PostgreSQL schema');
+  sharedSchemas.add(db.schema); // dropped at the end, not reused: another instance may still use it
   return { WORKROOM_DATABASE_SCHEMA: db.schema };
 }
 
@@ -134,6 +167,30 @@ export async function dropSchema(url: string, schema: string): Promise<void> {
   await client.connect();
   try {
     await client.query(`drop schema if exists "${schema}" cascade`);
+  } finally {
+    await client.end();
+  }
+}
+
+/**
+ * Empties a closed test server's schema as a new, migrated one is: every table but the migrations'
+ * own, identities restarted, in one statement. False when it could not (a connection still holds a
+ * table: the lock timeout), and the caller drops it instead.
+ */
+async function emptySchema(url: string, schema: string): Promise<boolean> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ tables: string | null }>(
+      `select string_agg(format('%I.%I', schemaname, tablename), ', ') as tables
+         from pg_tables where schemaname = $1 and tablename not like 'kysely_migration%'`,
+      [schema],
+    );
+    await client.query("set lock_timeout = '5s'");
+    if (rows[0]?.tables) await client.query(`truncate ${rows[0].tables} restart identity`);
+    return true;
+  } catch {
+    return false;
   } finally {
     await client.end();
   }
