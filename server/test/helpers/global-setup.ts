@@ -3,15 +3,9 @@ import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import pg from 'pg';
 import type { TestProject } from 'vitest/node';
+import type {} from './test-run.js'; // the type of what setup() provides (ProvidedContext)
 
 const ROOT = join(import.meta.dirname, '../../..');
-
-declare module 'vitest' {
-  export interface ProvidedContext {
-    /** This run's name for its PostgreSQL schemas (helpers/server.ts): `wr_test_<run>_…`. */
-    testRun: string;
-  }
-}
 
 /**
  * Builds server/dist when it is missing or older than the sources (server/bin/build-if-stale.js, as

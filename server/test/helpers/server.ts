@@ -3,10 +3,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
-import { inject } from 'vitest';
 import { startApp, type RunningApp } from '../../src/app.js';
 import { loadConfig } from '../../src/config/config.js';
 import { migrate, openDatabase } from '../../src/storage/database.js';
+import { testRun } from './test-run.js';
 
 export const ADMIN_EMAIL = 'admin@test.local';
 export const ADMIN_PASSWORD = 'admin-password-1';
@@ -72,15 +72,6 @@ function migratedSqliteTemplate(): Promise<string> {
  */
 const emptiedSchemas: string[] = [];
 const sharedSchemas = new Set<string>();
-
-/** This run's name for its schemas (vitest's global setup); outside it (another config), none: no reuse. */
-function testRun(): string | undefined {
-  try {
-    return inject('testRun');
-  } catch {
-    return undefined;
-  }
-}
 
 export async function startTestServer(
   env: Record<string, string> = {},
