@@ -103,6 +103,8 @@ export function Composer(props: ComposerProps) {
     }
     const m = MENTION_AT_CARET.exec(before);
     if (m === null || el.value.startsWith('/')) {
+      // The caret left the hashtag or mention: an answer still on its way must not open the popup.
+      mentionSeq.current++;
       if (popup?.kind === 'mentions' || popup?.kind === 'hashtags') setPopup(null);
       return;
     }
@@ -136,9 +138,15 @@ export function Composer(props: ComposerProps) {
       const insert = m === undefined ? null : 'mention' in m ? m.mention : hashtagText(m);
       if (insert !== null) {
         const next = `${text.slice(0, popup.start)}${insert} ${text.slice(popup.end)}`;
-        setText(next);
         const caret = popup.start + insert.length + 1;
-        requestAnimationFrame(() => input.current?.setSelectionRange(caret, caret));
+        // The textbox gets the text and the caret now, not at the next frame: a key typed in between
+        // (a fast typist, a test) went where the caret then moved away from.
+        const el = input.current;
+        if (el) {
+          el.value = next;
+          el.setSelectionRange(caret, caret);
+        }
+        setText(next);
       }
     }
     mentionSeq.current++;
