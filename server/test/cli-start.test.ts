@@ -3,19 +3,10 @@ import { existsSync, readFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { login } from './helpers/world.js';
 import { ADMIN_EMAIL, ADMIN_PASSWORD } from './helpers/server.js';
-import {
-  ensureBuilt,
-  Install,
-  listening,
-  pidAlive,
-  Proc,
-  ROOT,
-  waitHealthy,
-  WORKROOM,
-} from './helpers/ops.js';
+import { Install, listening, pidAlive, Proc, ROOT, waitHealthy, WORKROOM } from './helpers/ops.js';
 
 /**
  * `workroom start` and `npm start` as a supervisor runs them (issue 19): the built server, stopped by a
@@ -28,7 +19,6 @@ const install = async (extra: Record<string, string> = {}) => {
   installs.push(i);
   return i;
 };
-beforeAll(() => ensureBuilt(), 180_000);
 afterAll(async () => {
   for (const i of installs) await i.cleanup();
 });

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Api, expectStatus } from './helpers/client.js';
-import { ensureBuilt, Install } from './helpers/ops.js';
+import { Install } from './helpers/ops.js';
 import { Receiver } from './helpers/receiver.js';
 import { ADMIN_EMAIL, ADMIN_PASSWORD } from './helpers/server.js';
 import { login, uniq } from './helpers/world.js';
@@ -21,7 +21,6 @@ const dirs: string[] = [];
 let restoreDb: string | undefined;
 let rx: Receiver;
 beforeAll(async () => {
-  ensureBuilt();
   rx = await Receiver.start();
 }, 180_000);
 afterAll(async () => {

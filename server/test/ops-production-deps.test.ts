@@ -1,17 +1,15 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { builtinModules } from 'node:module';
 import { join } from 'node:path';
-import { beforeAll, describe, expect, it } from 'vitest';
-import { ensureBuilt, ROOT } from './helpers/ops.js';
+import { describe, expect, it } from 'vitest';
+import { ROOT } from './helpers/ops.js';
 
 /**
  * A production install (`npm ci --omit=dev`) has the server workspace's dependencies and nothing of the
  * devDependencies: everything `workroom start` and the other subcommands load — server/dist and
  * server/bin — must import only Node's modules and those dependencies (docs/OPERATIONS.md,
- * "Production install").
+ * "Production install"). vitest's global setup built server/dist (helpers/global-setup.ts).
  */
-beforeAll(() => ensureBuilt(), 180_000);
-
 const SPECIFIER =
   /(?:^|[\s;])(?:import|export)\s[^'"]*?from\s*['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)|^import\s*['"]([^'"]+)['"]/gm;
 

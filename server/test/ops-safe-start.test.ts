@@ -4,9 +4,9 @@ import { hostname } from 'node:os';
 import { join } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { Api, expectStatus } from './helpers/client.js';
-import { ensureBuilt, Install } from './helpers/ops.js';
+import { Install } from './helpers/ops.js';
 import { freePort } from './helpers/server-proc.js';
 import { ADMIN_EMAIL, ADMIN_PASSWORD } from './helpers/server.js';
 import { login } from './helpers/world.js';
@@ -23,7 +23,6 @@ const install = async (extra: Record<string, string> = {}) => {
   installs.push(i);
   return i;
 };
-beforeAll(() => ensureBuilt(), 180_000);
 afterAll(async () => {
   for (const i of installs) await i.cleanup();
 });

@@ -12,7 +12,7 @@ const ROOT = join(import.meta.dirname, '../../..');
  * `npm start` does; CI built it already). The server processes the tests start run the build
  * (helpers/server-proc.ts, `serverMain`), and the process tests run the `workroom` command on it.
  */
-export function ensureBuilt(): void {
+function ensureBuilt(): void {
   const r = spawnSync(process.execPath, [join(ROOT, 'server/bin/build-if-stale.js')], {
     cwd: ROOT,
     encoding: 'utf8',

@@ -14,8 +14,6 @@ import { freePort } from './server-proc.js';
 export const ROOT = join(import.meta.dirname, '../../..');
 export const WORKROOM = join(ROOT, 'server/bin/workroom.js');
 
-export { ensureBuilt } from './global-setup.js';
-
 /** Variables to set, or to unset (null). */
 export type Env = Record<string, string | null>;
 

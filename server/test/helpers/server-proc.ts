@@ -33,7 +33,7 @@ export function serverMain(): string[] {
 
 /**
  * A helper of these tests that runs as a process of its own (clock-server-main.ts, scheduler-proc.ts,
- * resume-attacker.ts) as JavaScript that node runs without tsx: transpiled here with TypeScript's
+ * resume-attacker-child.ts) as JavaScript that node runs without tsx: transpiled here with TypeScript's
  * transpileModule (types are the typecheck's business), its imports of server/src pointed at the build
  * (server/dist, see `serverMain`). Written once per content under node_modules/.cache, where its
  * packages resolve; the path to give node.
