@@ -55,6 +55,44 @@ describe(`store contract (${process.env.DATABASE_URL ? 'postgres' : 'sqlite'})`,
     return row;
   };
 
+  /** An active custom bot with one live key whose hash is `hashSecret(key)`. */
+  const botWithKey = async (key: string, scopes: string | null) => {
+    const now = nowIso();
+    const bot = {
+      id: newId(),
+      org_id: orgId,
+      type: 'custom' as const,
+      name: 'b',
+      description: '',
+      webhook_url: null,
+      events: '[]',
+      created_by: null,
+      status: 'active' as const,
+      builtin: null,
+      created_at: now,
+      updated_at: now,
+      deleted_at: null,
+    };
+    await storage.stores.bots.insert(bot);
+    const keyId = newId();
+    await storage.stores.bots.insertKey({
+      id: keyId,
+      bot_id: bot.id,
+      key_hash: hashSecret(key),
+      key_prefix: 'wrbk_x',
+      key_type: 'live',
+      scopes,
+      expires_at: null,
+      created_by: null,
+      created_at: now,
+      last_used_at: null,
+      use_count: 0,
+      revoked_at: null,
+      grants: null,
+    });
+    return { bot, keyId };
+  };
+
   const message = (channelId: string, over: Partial<MessageRow> = {}): MessageRow => ({
     id: newId(),
     org_id: orgId,
@@ -149,6 +187,68 @@ describe(`store contract (${process.env.DATABASE_URL ? 'postgres' : 'sqlite'})`,
     expect(await storage.stores.users.findByToken(hashSecret(expired.token), now)).toBeUndefined();
     await storage.stores.users.revokeToken(valid.id, now);
     expect(await storage.stores.users.findByToken(hashSecret(valid.token), now)).toBeUndefined();
+  });
+
+  it('credential with channel: a token or key and a channel with the caller’s membership in one read; the credential’s rules unchanged', async () => {
+    const now = nowIso();
+    const u = user();
+    await storage.stores.users.create(u);
+    const tokenId = newId();
+    await storage.stores.users.createToken({
+      id: tokenId,
+      user_id: u.id,
+      token_hash: hashSecret('t-with-channel'),
+      created_at: now,
+      expires_at: new Date(Date.now() + 60_000).toISOString(),
+      revoked_at: null,
+    });
+    const { bot } = await botWithKey('k-with-channel', null);
+    const joined = await channel(true);
+    const other = await channel(false);
+    await storage.stores.containers.addMember('channel', joined.id, { type: 'user', id: u.id }, now);
+    await storage.stores.containers.addMember('channel', other.id, { type: 'bot', id: bot.id }, now);
+    const { users, bots } = storage.stores;
+    const asUser = (channelId: string) =>
+      users.findByTokenWithChannel(hashSecret('t-with-channel'), now, channelId);
+    const asBot = (channelId: string) =>
+      bots.findKeyByHashWithChannel(hashSecret('k-with-channel'), channelId);
+
+    // The same credential row as the lookup alone, and the channel as getChannelFor reads it.
+    const token = await users.findByToken(hashSecret('t-with-channel'), now);
+    expect((await asUser(joined.id))?.token).toMatchObject(token!);
+    expect((await asUser(joined.id))?.channel).toEqual(
+      await storage.stores.containers.getChannelFor(joined.id, { type: 'user', id: u.id }),
+    );
+    expect((await asUser(joined.id))?.channel).toMatchObject({
+      id: joined.id,
+      is_private: 1,
+      is_member: true,
+    });
+    expect((await asUser(other.id))?.channel).toMatchObject({
+      id: other.id,
+      org_id: orgId,
+      is_member: false,
+    });
+    expect((await asBot(other.id))?.key).toMatchObject(
+      (await bots.findKeyByHash(hashSecret('k-with-channel')))!,
+    );
+    expect((await asBot(other.id))?.channel).toEqual(
+      await storage.stores.containers.getChannelFor(other.id, { type: 'bot', id: bot.id }),
+    );
+    expect((await asBot(joined.id))?.channel?.is_member).toBe(false);
+    // An unknown channel: the credential, no channel. An unknown credential: nothing.
+    expect(await asUser(newId())).toMatchObject({ token: { user_id: u.id }, channel: undefined });
+    expect(await asBot(newId())).toMatchObject({ key: { bot_id: bot.id }, channel: undefined });
+    expect(await users.findByTokenWithChannel(hashSecret('nope'), now, joined.id)).toBeUndefined();
+    expect(await bots.findKeyByHashWithChannel(hashSecret('nope'), joined.id)).toBeUndefined();
+    // Membership and revocation are read as they are now, not as they were.
+    await storage.stores.containers.removeMember('channel', joined.id, { type: 'user', id: u.id });
+    expect((await asUser(joined.id))?.channel?.is_member).toBe(false);
+    expect(
+      await users.findByTokenWithChannel(hashSecret('t-with-channel'), '9999-01-01T00:00:00.000Z', joined.id),
+    ).toBeUndefined();
+    await users.revokeToken(tokenId, now);
+    expect(await asUser(joined.id)).toBeUndefined();
   });
 
   it('memberships: add is idempotent, remove reports what it did', async () => {
@@ -328,38 +428,7 @@ describe(`store contract (${process.env.DATABASE_URL ? 'postgres' : 'sqlite'})`,
 
   it('bot keys: lookup by hash, usage adds up, revocation reported once', async () => {
     const now = nowIso();
-    const bot = {
-      id: newId(),
-      org_id: orgId,
-      type: 'custom' as const,
-      name: 'b',
-      description: '',
-      webhook_url: null,
-      events: '[]',
-      created_by: null,
-      status: 'active' as const,
-      builtin: null,
-      created_at: now,
-      updated_at: now,
-      deleted_at: null,
-    };
-    await storage.stores.bots.insert(bot);
-    const keyId = newId();
-    await storage.stores.bots.insertKey({
-      id: keyId,
-      bot_id: bot.id,
-      key_hash: hashSecret('k1'),
-      key_prefix: 'wrbk_x',
-      key_type: 'live',
-      scopes: '["messages:read"]',
-      expires_at: null,
-      created_by: null,
-      created_at: now,
-      last_used_at: null,
-      use_count: 0,
-      revoked_at: null,
-      grants: null,
-    });
+    const { bot, keyId } = await botWithKey('k1', '["messages:read"]');
     expect(await storage.stores.bots.findKeyByHash(hashSecret('k1'))).toMatchObject({
       key_id: keyId,
       bot_id: bot.id,

@@ -2,7 +2,7 @@ import { AppError, conflict, notFound } from '../domain/errors.js';
 import type { ChannelRow, DmRoomRow, ProjectRow, TopicRow } from '../storage/schema.js';
 import type { Stores } from '../storage/stores/index.js';
 import type { ContainerRef } from '../storage/stores/messages.js';
-import { actorRef, type Actor } from './context.js';
+import { actorRef, type Actor, type PreloadedChannel } from './context.js';
 
 /**
  * Who may see and change what. Anything the actor may not see answers `not_found`, exactly as if it
@@ -43,8 +43,11 @@ export async function loadChannel(
   actor: Actor,
   id: string,
   access: Access,
+  preloaded?: PreloadedChannel,
 ): Promise<ChannelRow> {
-  const ch = await stores.containers.getChannelFor(id, actorRef(actor));
+  // Read with the credential when the request's path named it (OpContext.channel): not read again.
+  const ch =
+    preloaded?.id === id ? preloaded.row : await stores.containers.getChannelFor(id, actorRef(actor));
   if (!ch || !inOrg(actor, ch.org_id) || outsideGrant(actor, id)) throw notFound('Channel');
   const { is_member, ...row } = ch;
   if (!is_member && !isOrgAdmin(actor, ch.org_id) && !(actor.kind === 'user' && ch.is_private === 0))
@@ -81,16 +84,20 @@ export async function loadDmRoom(stores: Stores, actor: Actor, id: string): Prom
   throw notFound('DM room');
 }
 
-/** Loads a message container and checks access; returns its organization. */
+/**
+ * Loads a message container and checks access; returns its organization. `preloaded`: the channel read
+ * with the credential (OpContext.channel), if any.
+ */
 export async function loadContainer(
   stores: Stores,
   actor: Actor,
   c: ContainerRef,
   access: Access,
+  preloaded?: PreloadedChannel,
 ): Promise<{ orgId: string }> {
   switch (c.kind) {
     case 'channel':
-      return { orgId: (await loadChannel(stores, actor, c.id, access)).org_id };
+      return { orgId: (await loadChannel(stores, actor, c.id, access, preloaded)).org_id };
     case 'topic': {
       const t = await loadTopic(stores, actor, c.id);
       if (access === 'write' && t.archived_at) throw conflict('The topic is archived');

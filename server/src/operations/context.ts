@@ -16,6 +16,7 @@ import type { MetricsHooks } from '../metrics/hooks.js';
 import type { ReadinessCheck } from '../metrics/health.js';
 import type { ActiveGrants } from '../domain/grants.js';
 import type { Stores } from '../storage/stores/index.js';
+import type { ChannelForMember } from '../storage/stores/containers.js';
 import type { AuditChange } from './audit/decision.js';
 import type { PasswordCost } from '../domain/secrets.js';
 
@@ -112,6 +113,18 @@ export interface OpContext {
   inWrite?: ((stores: Stores, now: string) => Promise<void>) | undefined;
   /** Set when the call is audited with its changes (a key with grants): an update notes them here. */
   auditChange?: AuditChange | undefined;
+  /**
+   * The channel of the request's path, read with its credential in one statement (the HTTP layer's
+   * `authenticateWithChannel`, on routes that name it): `loadChannel` takes it instead of reading the
+   * channel again.
+   */
+  channel?: PreloadedChannel | undefined;
+}
+
+/** A channel read with the credential: the channel as the actor saw it then; `row` undefined: none. */
+export interface PreloadedChannel {
+  id: string;
+  row: ChannelForMember | undefined;
 }
 
 /** What a dry run's writes would have done. */

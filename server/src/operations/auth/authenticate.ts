@@ -2,7 +2,8 @@ import { AppError } from '../../domain/errors.js';
 import { activeGrants } from '../../domain/grants.js';
 import type { BotType, Role } from '../../domain/roles.js';
 import { hashSecret, looksLikeBotKey, parseBotKey } from '../../domain/secrets.js';
-import type { Actor, BotActor, Services } from '../context.js';
+import type { Stores } from '../../storage/stores/index.js';
+import type { Actor, BotActor, PreloadedChannel, Services } from '../context.js';
 
 const unauthenticated = (message: string) => new AppError('unauthenticated', message);
 
@@ -13,13 +14,19 @@ export function bearerCredential(header: string | undefined): string | undefined
   return m?.[1];
 }
 
+type KeyRow = NonNullable<Awaited<ReturnType<Stores['bots']['findKeyByHash']>>>;
+type TokenRow = NonNullable<Awaited<ReturnType<Stores['users']['findByToken']>>>;
+
 /**
  * Resolves a bot API key to its actor: the key must exist, not be revoked or expired, and its bot must
  * be active. Revocation is effective on the very next request (no caching of key state).
  */
 export async function authenticateBotKey(services: Services, key: string): Promise<BotActor> {
   if (!parseBotKey(key)) throw unauthenticated('The API key is malformed');
-  const row = await services.storage.stores.bots.findKeyByHash(hashSecret(key));
+  return botActor(services, await services.storage.stores.bots.findKeyByHash(hashSecret(key)));
+}
+
+function botActor(services: Services, row: KeyRow | undefined): BotActor {
   if (!row || row.bot_deleted_at !== null) throw unauthenticated('The API key is not valid');
   if (row.revoked_at !== null) throw unauthenticated('The API key has been revoked');
   const now = services.clock.nowIso(); // expiry and last use by business time (runtime/clock.ts)
@@ -42,7 +49,12 @@ export async function authenticateBotKey(services: Services, key: string): Promi
 }
 
 export async function authenticateUserToken(services: Services, token: string): Promise<Actor> {
-  const row = await services.storage.stores.users.findByToken(hashSecret(token), services.clock.nowIso());
+  return userActor(
+    await services.storage.stores.users.findByToken(hashSecret(token), services.clock.nowIso()),
+  );
+}
+
+function userActor(row: TokenRow | undefined): Actor {
   if (!row) throw unauthenticated('The session token is not valid or has expired');
   if (row.status !== 'active') throw unauthenticated('The user is deactivated');
   return {
@@ -61,4 +73,26 @@ export function authenticate(services: Services, credential: string | undefined)
   return looksLikeBotKey(credential)
     ? authenticateBotKey(services, credential)
     : authenticateUserToken(services, credential);
+}
+
+/**
+ * `authenticate`, and the channel `channelId` as the actor sees it (the channel and whether the actor
+ * is a member), read in the same statement: on PostgreSQL one round trip instead of two on the path of
+ * a channel's messages. The checks are `authenticate`'s; the channel is only read, for the operation's
+ * access check (`loadChannel` with the preloaded channel: operations/access.ts).
+ */
+export async function authenticateWithChannel(
+  services: Services,
+  credential: string | undefined,
+  channelId: string,
+): Promise<{ actor: Actor; channel: PreloadedChannel }> {
+  if (!credential) throw unauthenticated('Missing Authorization: Bearer credential');
+  const { users, bots } = services.storage.stores;
+  if (looksLikeBotKey(credential)) {
+    if (!parseBotKey(credential)) throw unauthenticated('The API key is malformed');
+    const row = await bots.findKeyByHashWithChannel(hashSecret(credential), channelId);
+    return { actor: botActor(services, row?.key), channel: { id: channelId, row: row?.channel } };
+  }
+  const row = await users.findByTokenWithChannel(hashSecret(credential), services.clock.nowIso(), channelId);
+  return { actor: userActor(row?.token), channel: { id: channelId, row: row?.channel } };
 }

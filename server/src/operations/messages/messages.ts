@@ -128,7 +128,7 @@ export const sendMessage = defineOperation({
     const c = containerRef(input);
     checkActionsAllowed(actorRef(ctx.actor), input.actions);
     // Authorize first, then hold the write transaction only for the writes.
-    const { orgId } = await loadContainer(ctx.services.storage.stores, ctx.actor, c, 'write');
+    const { orgId } = await loadContainer(ctx.services.storage.stores, ctx.actor, c, 'write', ctx.channel);
     return write(ctx, async (tx) =>
       messageView(
         await insertMessage(tx, orgId, c, actorRef(ctx.actor), input, imagePolicy(ctx.services.config)),
@@ -159,7 +159,7 @@ export const listMessages = defineOperation({
   async run(ctx, input) {
     const stores = ctx.services.storage.stores;
     const c = containerRef(input);
-    await loadContainer(stores, ctx.actor, c, 'read');
+    await loadContainer(stores, ctx.actor, c, 'read', ctx.channel);
     const rows = await stores.messages.listInContainer(c, input.limit, input.before);
     const reactions = await stores.reactions.summarize(rows.map((r) => r.id));
     return { items: rows.map((r) => ({ ...messageView(r), reactions: reactions.get(r.id) ?? [] })) };

@@ -1,27 +1,39 @@
 import type { BotApiKeyRow, BotRow } from '../schema.js';
 import type { Executor } from './executor.js';
+import { channelOfRow, channelSelections } from './containers.js';
 import { prepared } from './prepared.js';
 
 // On every bot request: prepared once, not rebuilt.
+const KEY_COLUMNS = [
+  'bot_api_keys.id as key_id',
+  'bot_api_keys.bot_id',
+  'bot_api_keys.key_type',
+  'bot_api_keys.scopes',
+  'bot_api_keys.expires_at',
+  'bot_api_keys.revoked_at',
+  'bot_api_keys.grants',
+  'bot_api_keys.paused_at',
+  'bot_api_keys.paused_reason',
+  'bots.org_id',
+  'bots.type as bot_type',
+  'bots.status as bot_status',
+  'bots.deleted_at as bot_deleted_at',
+] as const;
 const findKeyByHash = prepared((db, keyHash: string) =>
   db
     .selectFrom('bot_api_keys')
     .innerJoin('bots', 'bots.id', 'bot_api_keys.bot_id')
-    .select([
-      'bot_api_keys.id as key_id',
-      'bot_api_keys.bot_id',
-      'bot_api_keys.key_type',
-      'bot_api_keys.scopes',
-      'bot_api_keys.expires_at',
-      'bot_api_keys.revoked_at',
-      'bot_api_keys.grants',
-      'bot_api_keys.paused_at',
-      'bot_api_keys.paused_reason',
-      'bots.org_id',
-      'bots.type as bot_type',
-      'bots.status as bot_status',
-      'bots.deleted_at as bot_deleted_at',
-    ])
+    .select(KEY_COLUMNS)
+    .where('bot_api_keys.key_hash', '=', keyHash),
+);
+/** findKeyByHash with a channel and the key's bot's membership of it, in the same statement. */
+const findKeyByHashWithChannel = prepared((db, keyHash: string, channelId: string) =>
+  db
+    .selectFrom('bot_api_keys')
+    .innerJoin('bots', 'bots.id', 'bot_api_keys.bot_id')
+    .leftJoin('channels', (j) => j.on('channels.id', '=', channelId))
+    .select(KEY_COLUMNS)
+    .select(channelSelections('bot', 'bots.id'))
     .where('bot_api_keys.key_hash', '=', keyHash),
 );
 
@@ -202,6 +214,17 @@ export class BotStore {
   /** The key and its bot, whatever their state; the caller decides what revoked or expired means. */
   async findKeyByHash(keyHash: string) {
     return (await findKeyByHash(this.db, keyHash)).rows[0];
+  }
+
+  /**
+   * findKeyByHash and the channel `channelId` with whether the key's bot is a member, read in one
+   * statement (one snapshot, one round trip): the request path of a channel's messages. `key` is
+   * findKeyByHash's row; `channel` is undefined when no such channel exists.
+   */
+  async findKeyByHashWithChannel(keyHash: string, channelId: string) {
+    const row = (await findKeyByHashWithChannel(this.db, keyHash, channelId)).rows[0];
+    // The row as read (its `ch_*` columns too: not copied on every request) and the channel from it.
+    return row && { key: row, channel: channelOfRow(row) };
   }
 
   /** Adds buffered usage: `uses` more calls, the last at `lastUsedAt`. */

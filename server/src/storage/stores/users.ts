@@ -2,23 +2,36 @@ import type { Selectable } from 'kysely';
 import type { UserRow, UserTokenRow } from '../schema.js';
 import type { Executor } from './executor.js';
 import { containsInsensitive } from './sql-helpers.js';
+import { channelOfRow, channelSelections } from './containers.js';
 import { prepared } from './prepared.js';
 
 // On every user request: prepared once, not rebuilt. The expiry is compared by the caller of the
 // store method, so that the query's arguments are the same on every call (and its result cacheable).
+const TOKEN_COLUMNS = [
+  'user_tokens.id as token_id',
+  'user_tokens.expires_at',
+  'users.id as user_id',
+  'users.org_id',
+  'users.role',
+  'users.department_id',
+  'users.status',
+] as const;
 const findByToken = prepared((db, tokenHash: string) =>
   db
     .selectFrom('user_tokens')
     .innerJoin('users', 'users.id', 'user_tokens.user_id')
-    .select([
-      'user_tokens.id as token_id',
-      'user_tokens.expires_at',
-      'users.id as user_id',
-      'users.org_id',
-      'users.role',
-      'users.department_id',
-      'users.status',
-    ])
+    .select(TOKEN_COLUMNS)
+    .where('user_tokens.token_hash', '=', tokenHash)
+    .where('user_tokens.revoked_at', 'is', null),
+);
+/** findByToken with a channel and the user's membership of it, in the same statement. */
+const findByTokenWithChannel = prepared((db, tokenHash: string, channelId: string) =>
+  db
+    .selectFrom('user_tokens')
+    .innerJoin('users', 'users.id', 'user_tokens.user_id')
+    .leftJoin('channels', (j) => j.on('channels.id', '=', channelId))
+    .select(TOKEN_COLUMNS)
+    .select(channelSelections('user', 'users.id'))
     .where('user_tokens.token_hash', '=', tokenHash)
     .where('user_tokens.revoked_at', 'is', null),
 );
@@ -97,6 +110,18 @@ export class UserStore {
   async findByToken(tokenHash: string, now: string) {
     const row = (await findByToken(this.db, tokenHash)).rows[0];
     return row && row.expires_at > now ? row : undefined;
+  }
+
+  /**
+   * findByToken and the channel `channelId` with whether the token's user is a member, read in one
+   * statement (one snapshot, one round trip): the request path of a channel's messages. `token` is
+   * findByToken's row; `channel` is undefined when no such channel exists.
+   */
+  async findByTokenWithChannel(tokenHash: string, now: string, channelId: string) {
+    const row = (await findByTokenWithChannel(this.db, tokenHash, channelId)).rows[0];
+    if (!row || row.expires_at <= now) return undefined;
+    // The row as read (its `ch_*` columns too: not copied on every request) and the channel from it.
+    return { token: row, channel: channelOfRow(row) };
   }
 
   async revokeToken(tokenId: string, now: string): Promise<void> {

@@ -2,8 +2,12 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import { AppError, isAppError } from '../../domain/errors.js';
-import { authenticate, bearerCredential } from '../../operations/auth/authenticate.js';
-import type { Actor, Services } from '../../operations/context.js';
+import {
+  authenticate,
+  authenticateWithChannel,
+  bearerCredential,
+} from '../../operations/auth/authenticate.js';
+import type { Actor, PreloadedChannel, Services } from '../../operations/context.js';
 import { needsApproval, requestApprovalFor } from '../../operations/approvals/pending-actions.js';
 import { withIdempotency } from '../../operations/idempotency.js';
 import { dryRunReport, runOperation } from '../../operations/operation.js';
@@ -70,7 +74,21 @@ export async function authenticateRequest(
   need: 'user' | 'bot' | 'any',
   rateCost = 1,
 ): Promise<Actor> {
-  const actor = await authenticate(rc.services, bearerCredential(rc.req.headers.authorization));
+  return admit(
+    rc,
+    need,
+    rateCost,
+    await authenticate(rc.services, bearerCredential(rc.req.headers.authorization)),
+  );
+}
+
+/** The rate limit and the kind of caller a route takes, for an authenticated actor. */
+async function admit(
+  rc: RequestContext,
+  need: 'user' | 'bot' | 'any',
+  rateCost: number,
+  actor: Actor,
+): Promise<Actor> {
   await enforceRateLimit(rc.services, actor, rc.res, rateCost);
   if (need === 'user' && actor.kind !== 'user') {
     throw new AppError('forbidden', 'This endpoint takes a user token, not a bot API key');
@@ -92,12 +110,22 @@ function inputField(route: OpRoute, name: string, fields: Map<string, string>): 
 async function runOpRoute(rc: RequestContext, route: OpRoute, fields: Map<string, string>): Promise<void> {
   const op = route.op;
   const need = op.actors.length === 2 ? 'any' : op.actors[0]!;
-  const actor = await authenticateRequest(rc, need, op.rateCost);
+  // On a route that names its channel, the credential and the channel are read in one statement.
+  const channelId = route.preloadChannel === undefined ? undefined : rc.params[route.preloadChannel];
+  let channel: PreloadedChannel | undefined;
+  let actor: Actor;
+  if (channelId === undefined) actor = await authenticateRequest(rc, need, op.rateCost);
+  else {
+    const credential = bearerCredential(rc.req.headers.authorization);
+    const auth = await authenticateWithChannel(rc.services, credential, channelId);
+    actor = await admit(rc, need, op.rateCost ?? 1, auth.actor);
+    channel = auth.channel;
+  }
   const input: Record<string, unknown> = BODY_METHODS.has(route.method)
     ? await readJsonObject(rc.req, rc.services.config.maxBodyBytes, rc.services.config.http.bodyTimeoutMs)
     : queryObject(rc.url);
   for (const name in rc.params) input[inputField(route, name, fields)] = rc.params[name];
-  const ctx = { actor, services: rc.services, requestId: rc.requestId };
+  const ctx = { actor, services: rc.services, requestId: rc.requestId, channel };
   // A dry run (docs/API.md, "Dry runs"): answered 200 with what would happen; no Idempotency-Key record.
   if (isDryRun(rc.req.headers['x-dry-run'])) {
     const dryRun = { events: [] };

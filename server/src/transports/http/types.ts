@@ -23,6 +23,11 @@ export interface OpRoute {
   tags: string[];
   /** Maps path parameter names to input fields; default turns `botId` into `bot_id`, `id` into `id`. */
   params?: Record<string, string>;
+  /**
+   * A path parameter naming a channel the operation checks access to (`loadChannel` with
+   * `OpContext.channel`): the channel is read with the credential, in one statement.
+   */
+  preloadChannel?: string;
 }
 
 /** A route with its own handler (health, login, OpenAPI, MCP, uploads, downloads, ...). */

@@ -17,8 +17,15 @@ export const messageRoutes: Route[] = [
     status: 201,
     idempotent: true,
     tags: ['messages'],
+    preloadChannel: 'channelId',
   },
-  { method: 'GET', path: '/api/channels/{channelId}/messages', op: listMessages, tags: ['messages'] },
+  {
+    method: 'GET',
+    path: '/api/channels/{channelId}/messages',
+    op: listMessages,
+    tags: ['messages'],
+    preloadChannel: 'channelId',
+  },
   {
     method: 'POST',
     path: '/api/topics/{topicId}/messages',
