@@ -247,6 +247,30 @@ describe.skipIf(Boolean(process.env.DATABASE_URL))('SQLite committed-read cache'
   });
 });
 
+describe.skipIf(Boolean(process.env.DATABASE_URL))('SQLite committed-read cache: keys', () => {
+  it('parameters holding the separator make keys of their own; statements beyond the names kept still answer right', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'workroom-cache-'));
+    const handle = openSqlite(join(dir, 'test.db'));
+    try {
+      const read = (text: string, parameters: unknown[]) =>
+        (handle.sqlite!.runOutsideTransaction(text, parameters) as { rows: { v: string }[] }).rows[0]!.v;
+      const both = "select ? || '|' || ? as v";
+      // Without lengths in the key these two lists read as one key: the second got the first's answer.
+      expect(read(both, ['x\u0001string:y', 'z'])).toBe('x\u0001string:y|z');
+      expect(read(both, ['x', 'y\u0001string:z'])).toBe('x|y\u0001string:z');
+      expect(read(both, ['x\u0001string:1:y', 'z'])).toBe('x\u0001string:1:y|z');
+      expect(read(both, ['x', 'y\u0001string:1:z'])).toBe('x|y\u0001string:1:z');
+      // More distinct statement texts than the cache names (4,096): each still reads its own result.
+      for (let i = 0; i < 4200; i++) expect(read(`select ? || '${i}' as v`, ['n'])).toBe(`n${i}`);
+      expect(read(both, ['x', 'y\u0001string:z'])).toBe('x|y\u0001string:z');
+      for (let i = 0; i < 5; i++) expect(read(`select ? || '${i}' as v`, ['m'])).toBe(`m${i}`);
+    } finally {
+      await handle.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
 describe.skipIf(Boolean(process.env.DATABASE_URL))('SQLite committed-read cache and other processes', () => {
   it('a write by another connection to the file is seen within milliseconds', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'workroom-other-'));
