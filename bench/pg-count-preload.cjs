@@ -23,7 +23,8 @@ pg.Client.prototype.query = function (config, values) {
 };
 function dump(tag) {
   // (A default in the system's temporary directory: a directory that does not exist would end the server.)
-  const out = process.env.PGCOUNT_OUT || require('path').join(require('os').tmpdir(), `pg-counts-${process.pid}.txt`);
+  const out =
+    process.env.PGCOUNT_OUT || require('path').join(require('os').tmpdir(), `pg-counts-${process.pid}.txt`);
   const rows = [...counts].sort((a, b) => b[1] - a[1]).map(([t, c]) => `${c}\t${t}`);
   fs.appendFileSync(out, `=== ${tag} total ${n}\n` + rows.join('\n') + '\n');
 }
