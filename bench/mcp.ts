@@ -13,6 +13,7 @@
  */
 import { join } from 'node:path';
 import {
+  FIRST_ROW_WARMUP_MS,
   freePort,
   load,
   report,
@@ -93,6 +94,7 @@ const refSend = await load({
   path: () => '/api/mcp',
   body: send('c'),
   pid: ref.pid,
+  warmupMs: FIRST_ROW_WARMUP_MS,
 });
 await ref.stop();
 
@@ -119,6 +121,7 @@ const wrSend = await load({
   body: send(s.channelId),
   ok: resultOk,
   pid: wr.pid,
+  warmupMs: FIRST_ROW_WARMUP_MS,
 });
 const wrRead = await load({
   url: wr.url,
@@ -194,6 +197,7 @@ async function sdkRun(json: boolean): Promise<[LoadResult, LoadResult]> {
     body: send('c'),
     ok: resultOk,
     pid: sdk.pid,
+    warmupMs: FIRST_ROW_WARMUP_MS,
   });
   const b = await load({
     url: sdk.url,

@@ -5,7 +5,16 @@
  * BENCH_SKIP_REFERENCE=1 leaves the reference out (a profile of Workroom only). Each row also gives
  * the CPU of that server's own PostgreSQL backends per request (by application_name, PGAPPNAME).
  */
-import { load, pgBackendCpu, report, seed, startPgReference, startWorkroom, type LoadResult } from './lib.js';
+import {
+  FIRST_ROW_WARMUP_MS,
+  load,
+  pgBackendCpu,
+  report,
+  seed,
+  startPgReference,
+  startWorkroom,
+  type LoadResult,
+} from './lib.js';
 
 const pgUrl = process.env.BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 const content = (i: number) =>
@@ -24,6 +33,7 @@ if (!process.env.BENCH_SKIP_REFERENCE) {
       path: () => '/messages',
       body: content,
       otherCpu: pgBackendCpu(pgUrl, process.env.PGAPPNAME),
+      warmupMs: FIRST_ROW_WARMUP_MS,
     }),
   ]);
   await pgRef.stop();
@@ -31,8 +41,9 @@ if (!process.env.BENCH_SKIP_REFERENCE) {
 const appName = `wr-bench-wr-${process.pid}`;
 const wr = await startWorkroom({ DATABASE_URL: pgUrl, PGAPPNAME: appName });
 const p = await seed(wr.url);
-const as = (token: string) =>
+const as = (token: string, warmupMs?: number) =>
   load({
+    warmupMs,
     url: wr.url,
     pid: wr.pid,
     method: 'POST',
@@ -41,7 +52,7 @@ const as = (token: string) =>
     body: content,
     otherCpu: pgBackendCpu(pgUrl, appName),
   });
-rows.push(['workroom POST /api/channels/{id}/messages (user)', await as(p.token)]);
+rows.push(['workroom POST /api/channels/{id}/messages (user)', await as(p.token, FIRST_ROW_WARMUP_MS)]);
 rows.push(['workroom POST /api/channels/{id}/messages (bot)', await as(p.botKey)]);
 await wr.stop();
 report('POST a message (REST), PostgreSQL', rows);

@@ -5,7 +5,15 @@
  * prepared insert on a pool of 10, same database; goal ≥ 0.6×). Each row also gives the server's CPU
  * time per request (user + system, from /proc), which moves less with other load than throughput.
  */
-import { load, report, seed, startPgReference, startReference, startWorkroom } from './lib.js';
+import {
+  FIRST_ROW_WARMUP_MS,
+  load,
+  report,
+  seed,
+  startPgReference,
+  startReference,
+  startWorkroom,
+} from './lib.js';
 
 const content = (i: number) =>
   JSON.stringify({ content: `Benchmark message number ${i} with a little **markdown**.` });
@@ -17,6 +25,7 @@ const refResult = await load({
   method: 'POST',
   path: () => '/messages',
   body: content,
+  warmupMs: FIRST_ROW_WARMUP_MS,
 });
 await ref.stop();
 
@@ -29,6 +38,7 @@ const asUser = await load({
   path: () => `/api/channels/${s.channelId}/messages`,
   headers: { authorization: `Bearer ${s.token}` },
   body: content,
+  warmupMs: FIRST_ROW_WARMUP_MS,
 });
 const asBot = await load({
   url: wr.url,
@@ -58,12 +68,14 @@ if (pgUrl) {
     method: 'POST',
     path: () => '/messages',
     body: content,
+    warmupMs: FIRST_ROW_WARMUP_MS,
   });
   await pgRef.stop();
   const wrPg = await startWorkroom({ DATABASE_URL: pgUrl });
   const p = await seed(wrPg.url);
-  const pgAs = (token: string) =>
+  const pgAs = (token: string, warmupMs?: number) =>
     load({
+      warmupMs,
       url: wrPg.url,
       pid: wrPg.pid,
       method: 'POST',
@@ -71,7 +83,7 @@ if (pgUrl) {
       headers: { authorization: `Bearer ${token}` },
       body: content,
     });
-  const pgUser = await pgAs(p.token);
+  const pgUser = await pgAs(p.token, FIRST_ROW_WARMUP_MS);
   const pgBot = await pgAs(p.botKey);
   await wrPg.stop();
   report('POST a message (REST), PostgreSQL', [
