@@ -688,11 +688,10 @@ function approximateSize(rows: readonly unknown[]): number {
   return n;
 }
 
-/** Parameters are strings, numbers, bigints or null; the prefixes keep 1, '1' and null apart. */
 /**
- * The cache's key of a read: its statement's name (`#textId`) and its parameters, each with its type
- * and length, so that no two lists of parameters make one key (a value may hold the separator: a
- * path segment can be any text).
+ * The cache's key of a read: its statement's name (`#textId`) and its parameters (strings, numbers,
+ * bigints or null), each with its type, so that 1, '1' and null differ, and its length, so that no two
+ * lists of parameters make one key (a value may hold the separator: a path segment can be any text).
  */
 function cacheKey(textId: string, parameters: readonly unknown[]): string {
   let key = textId;
