@@ -77,6 +77,18 @@ describe('channel message routes: credential and channel read together', () => {
         expect(r.body.error).toMatchObject({ code: 'not_found', message: 'Channel not found' });
       }
     }
+    // A path segment that is no id at all (read with the credential before the input is checked): the
+    // input's 400, on both databases, and a bad credential still answers 401 first.
+    for (const r of [await post(ann, 'not-a-channel'), await read(bot, 'not-a-channel')]) {
+      expect(r.status).toBe(400);
+      expect(r.body.error).toMatchObject({ code: 'invalid_input', field: 'channel_id' });
+    }
+    const nobody = await w.anon.post(
+      '/api/channels/not-a-channel/messages',
+      { content: 'x' },
+      { token: 'nope' },
+    );
+    expect(nobody.status).toBe(401);
   });
 
   it('membership and archiving are seen by the very next request', async () => {
