@@ -22,8 +22,19 @@ type TokenRow = NonNullable<Awaited<ReturnType<Stores['users']['findByToken']>>>
  * be active. Revocation is effective on the very next request (no caching of key state).
  */
 export async function authenticateBotKey(services: Services, key: string): Promise<BotActor> {
+  return botActor(services, await services.storage.stores.bots.findKeyByHash(botKeyHash(key)));
+}
+
+/** The stored hash of a bot key; a key that is not one by its form is refused before any read. */
+function botKeyHash(key: string): string {
   if (!parseBotKey(key)) throw unauthenticated('The API key is malformed');
-  return botActor(services, await services.storage.stores.bots.findKeyByHash(hashSecret(key)));
+  return hashSecret(key);
+}
+
+/** The credential of a request, or the refusal of one that sent none. */
+function present(credential: string | undefined): string {
+  if (!credential) throw unauthenticated('Missing Authorization: Bearer credential');
+  return credential;
 }
 
 function botActor(services: Services, row: KeyRow | undefined): BotActor {
@@ -68,11 +79,9 @@ function userActor(row: TokenRow | undefined): Actor {
 }
 
 /** Any credential: a bot key by its prefix, otherwise a user token. */
-export function authenticate(services: Services, credential: string | undefined): Promise<Actor> {
-  if (!credential) return Promise.reject(unauthenticated('Missing Authorization: Bearer credential'));
-  return looksLikeBotKey(credential)
-    ? authenticateBotKey(services, credential)
-    : authenticateUserToken(services, credential);
+export async function authenticate(services: Services, credential: string | undefined): Promise<Actor> {
+  const c = present(credential);
+  return looksLikeBotKey(c) ? authenticateBotKey(services, c) : authenticateUserToken(services, c);
 }
 
 /**
@@ -86,13 +95,12 @@ export async function authenticateWithChannel(
   credential: string | undefined,
   channelId: string,
 ): Promise<{ actor: Actor; channel: PreloadedChannel }> {
-  if (!credential) throw unauthenticated('Missing Authorization: Bearer credential');
+  const c = present(credential);
   const { users, bots } = services.storage.stores;
-  if (looksLikeBotKey(credential)) {
-    if (!parseBotKey(credential)) throw unauthenticated('The API key is malformed');
-    const row = await bots.findKeyByHashWithChannel(hashSecret(credential), channelId);
+  if (looksLikeBotKey(c)) {
+    const row = await bots.findKeyByHashWithChannel(botKeyHash(c), channelId);
     return { actor: botActor(services, row?.key), channel: { id: channelId, row: row?.channel } };
   }
-  const row = await users.findByTokenWithChannel(hashSecret(credential), services.clock.nowIso(), channelId);
+  const row = await users.findByTokenWithChannel(hashSecret(c), services.clock.nowIso(), channelId);
   return { actor: userActor(row?.token), channel: { id: channelId, row: row?.channel } };
 }

@@ -76,18 +76,18 @@ export async function authenticateRequest(
 ): Promise<Actor> {
   return admit(
     rc,
+    await authenticate(rc.services, bearerCredential(rc.req.headers.authorization)),
     need,
     rateCost,
-    await authenticate(rc.services, bearerCredential(rc.req.headers.authorization)),
   );
 }
 
 /** The rate limit and the kind of caller a route takes, for an authenticated actor. */
 async function admit(
   rc: RequestContext,
-  need: 'user' | 'bot' | 'any',
-  rateCost: number,
   actor: Actor,
+  need: 'user' | 'bot' | 'any',
+  rateCost = 1,
 ): Promise<Actor> {
   await enforceRateLimit(rc.services, actor, rc.res, rateCost);
   if (need === 'user' && actor.kind !== 'user') {
@@ -112,15 +112,13 @@ async function runOpRoute(rc: RequestContext, route: OpRoute, fields: Map<string
   const need = op.actors.length === 2 ? 'any' : op.actors[0]!;
   // On a route that names its channel, the credential and the channel are read in one statement.
   const channelId = route.preloadChannel === undefined ? undefined : rc.params[route.preloadChannel];
-  let channel: PreloadedChannel | undefined;
-  let actor: Actor;
-  if (channelId === undefined) actor = await authenticateRequest(rc, need, op.rateCost);
-  else {
-    const credential = bearerCredential(rc.req.headers.authorization);
-    const auth = await authenticateWithChannel(rc.services, credential, channelId);
-    actor = await admit(rc, need, op.rateCost ?? 1, auth.actor);
-    channel = auth.channel;
-  }
+  const credential = bearerCredential(rc.req.headers.authorization);
+  const auth: { actor: Actor; channel?: PreloadedChannel } =
+    channelId === undefined
+      ? { actor: await authenticate(rc.services, credential) }
+      : await authenticateWithChannel(rc.services, credential, channelId);
+  const actor = await admit(rc, auth.actor, need, op.rateCost);
+  const channel = auth.channel;
   const input: Record<string, unknown> = BODY_METHODS.has(route.method)
     ? await readJsonObject(rc.req, rc.services.config.maxBodyBytes, rc.services.config.http.bodyTimeoutMs)
     : queryObject(rc.url);
