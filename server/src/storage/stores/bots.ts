@@ -19,22 +19,18 @@ const KEY_COLUMNS = [
   'bots.status as bot_status',
   'bots.deleted_at as bot_deleted_at',
 ] as const;
-const findKeyByHash = prepared((db, keyHash: string) =>
+const keyQuery = (db: Executor, keyHash: string) =>
   db
     .selectFrom('bot_api_keys')
     .innerJoin('bots', 'bots.id', 'bot_api_keys.bot_id')
     .select(KEY_COLUMNS)
-    .where('bot_api_keys.key_hash', '=', keyHash),
-);
+    .where('bot_api_keys.key_hash', '=', keyHash);
+const findKeyByHash = prepared(keyQuery);
 /** findKeyByHash with a channel and the key's bot's membership of it, in the same statement. */
 const findKeyByHashWithChannel = prepared((db, keyHash: string, channelId: string) =>
-  db
-    .selectFrom('bot_api_keys')
-    .innerJoin('bots', 'bots.id', 'bot_api_keys.bot_id')
+  keyQuery(db, keyHash)
     .leftJoin('channels', (j) => j.on('channels.id', '=', channelId))
-    .select(KEY_COLUMNS)
-    .select(channelSelections('bot', 'bots.id'))
-    .where('bot_api_keys.key_hash', '=', keyHash),
+    .select(channelSelections('bot', 'bots.id')),
 );
 
 /** Bots, their API keys and their webhook signing secret. */

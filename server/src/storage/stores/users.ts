@@ -16,24 +16,19 @@ const TOKEN_COLUMNS = [
   'users.department_id',
   'users.status',
 ] as const;
-const findByToken = prepared((db, tokenHash: string) =>
+const tokenQuery = (db: Executor, tokenHash: string) =>
   db
     .selectFrom('user_tokens')
     .innerJoin('users', 'users.id', 'user_tokens.user_id')
     .select(TOKEN_COLUMNS)
     .where('user_tokens.token_hash', '=', tokenHash)
-    .where('user_tokens.revoked_at', 'is', null),
-);
+    .where('user_tokens.revoked_at', 'is', null);
+const findByToken = prepared(tokenQuery);
 /** findByToken with a channel and the user's membership of it, in the same statement. */
 const findByTokenWithChannel = prepared((db, tokenHash: string, channelId: string) =>
-  db
-    .selectFrom('user_tokens')
-    .innerJoin('users', 'users.id', 'user_tokens.user_id')
+  tokenQuery(db, tokenHash)
     .leftJoin('channels', (j) => j.on('channels.id', '=', channelId))
-    .select(TOKEN_COLUMNS)
-    .select(channelSelections('user', 'users.id'))
-    .where('user_tokens.token_hash', '=', tokenHash)
-    .where('user_tokens.revoked_at', 'is', null),
+    .select(channelSelections('user', 'users.id')),
 );
 
 /** A user with its department name resolved: the shape every read needs. */
