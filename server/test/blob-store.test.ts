@@ -181,9 +181,11 @@ describe('the database blob store', () => {
     await store.remove('db:read-me');
     const failed = new Promise<Error>((resolve) => stream.once('error', resolve));
     stream.resume();
-    // What was buffered or fetched ahead (a chunk or two) may still arrive; the rest cannot.
+    // What was buffered or fetched ahead (a chunk or two) may still arrive; the rest cannot. The fetch of
+    // chunk 1 is sent with chunk 0's, but on another pooled connection than the delete: it can run after
+    // the delete committed (seen once in CI on PostgreSQL), so the first chunk lost may be chunk 1.
     const ended = new Promise<string>((resolve) => stream.once('end', () => resolve('ended short')));
-    expect(await Promise.race([failed.then((e) => e.message), ended])).toMatch(/lost chunk [2-5]/);
+    expect(await Promise.race([failed.then((e) => e.message), ended])).toMatch(/lost chunk [1-5]/);
     const missing = store.open('db:never-written');
     await expect(
       new Promise((resolve, reject) => missing.once('open', resolve).once('error', reject)),
