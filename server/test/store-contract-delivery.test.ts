@@ -41,11 +41,12 @@ describe(`store contract: deliveries (${dialectName()})`, () => {
         busyBots: busy.bots ?? [],
         busyOrgs: busy.orgs,
       });
-      return s.deliveries.lease(
+      const leased = await s.deliveries.lease(
         due.map((r) => r.id),
         at(now),
         at(now + leaseFor),
       );
+      return leased.map((l) => l.row);
     });
   const countFailure = (botId: string, now: string) =>
     storage.transaction((s) => s.deliveries.countFailure(botId, now));
@@ -359,11 +360,38 @@ describe(`store contract: deliveries (${dialectName()})`, () => {
     const leased = await storage.transaction((s) =>
       s.deliveries.lease([r.id, notDue.id, delivered.id, newId()], at(10), at(70)),
     );
-    expect(leased.map((x) => x.id)).toEqual([r.id]);
-    expect(leased[0]).toMatchObject({ next_attempt_at: at(70), state: 'pending', bot_id: b.id });
+    expect(leased.map((x) => x.row.id)).toEqual([r.id]);
+    expect(leased[0]!.row).toMatchObject({ next_attempt_at: at(70), state: 'pending', bot_id: b.id });
+    expect(leased[0]!.data).toBe('null'); // no event in the outbox, no payload
     expect(await claim(69, 10)).toEqual([]);
     expect((await claim(70, 10)).map((x) => x.id)).toEqual([r.id]);
     expect(await storage.transaction((s) => s.deliveries.lease([], at(0), at(1)))).toEqual([]);
+  });
+
+  it('lease answers each row with the data its attempt sends: its event from the outbox, else its stored payload', async () => {
+    const b = await w.bot();
+    const evId = newId();
+    await storage.transaction((s) =>
+      s.events.append([
+        { id: evId, org_id: orgId, type: 'message.created', data: '{"from":"outbox"}', created_at: at(0) },
+      ]),
+    );
+    const ev = (await storage.stores.events.listAfter(0, 100_000, orgId)).find((e) => e.id === evId)!;
+    const fromOutbox = row(b.id, { event_id: evId, event_seq: Number(ev.seq) });
+    const withPayload = row(b.id, { payload: '{"from":"payload"}' });
+    // Its event gone from the outbox (pruned): no data to send rather than another event's.
+    const eventGone = row(b.id, { event_seq: 987_654_321 });
+    await d().insertMany([fromOutbox, withPayload, eventGone]);
+    const leased = await storage.transaction((s) =>
+      s.deliveries.lease([fromOutbox.id, withPayload.id, eventGone.id], at(10), at(70)),
+    );
+    expect(new Map(leased.map((l) => [l.row.id, l.data]))).toEqual(
+      new Map([
+        [fromOutbox.id, '{"from":"outbox"}'],
+        [withPayload.id, '{"from":"payload"}'],
+        [eventGone.id, 'null'],
+      ]),
+    );
   });
 
   it('due + lease: two concurrent claimers never get the same delivery (SKIP LOCKED on PostgreSQL: the second answers while the first holds its claim open)', async () => {
@@ -383,7 +411,7 @@ describe(`store contract: deliveries (${dialectName()})`, () => {
       );
       claimed();
       await gate;
-      return got;
+      return got.map((l) => l.row);
     });
     await firstClaimed;
     const second = claim(100, 2);

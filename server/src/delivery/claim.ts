@@ -105,23 +105,16 @@ export async function claimDue(storage: Storage, req: ClaimRequest): Promise<Cla
         }
       });
     }
-    const rows = await stores.deliveries.lease(picked, req.now, req.leaseUntil);
+    const leased = await stores.deliveries.lease(picked, req.now, req.leaseUntil);
     const nowMs = Date.parse(req.now);
     for (const [botId, max] of paced) {
       const until = new Date(nowMs + Math.ceil(60_000 / max)).toISOString();
       await stores.deliveries.hold(botId, until, `max_per_minute ${max}`, req.now);
     }
-    const data = await stores.deliveries.eventData(
-      rows.map((r) => r.event_seq).filter((s): s is number => s !== null),
-    );
     // Outbox order within the batch (rows due at the same moment come from one fan-out pass).
-    rows.sort((a, b) => (a.event_position ?? 0) - (b.event_position ?? 0));
+    leased.sort((a, b) => (a.row.event_position ?? 0) - (b.row.event_position ?? 0));
     measured();
-    return rows.map((row) => ({
-      row,
-      data: row.event_seq !== null ? (data.get(row.event_seq) ?? 'null') : (row.payload ?? 'null'),
-      target: targets.get(row.bot_id),
-    }));
+    return leased.map(({ row, data }) => ({ row, data, target: targets.get(row.bot_id) }));
   });
   return { claimed, scanned, skipped };
 }
