@@ -96,7 +96,7 @@ export class Dispatcher {
   constructor(opts: DispatcherOptions) {
     this.#o = opts;
     this.#concurrency = opts.throughput.concurrency;
-    this.endpoints = new Endpoints(opts.perEndpointConcurrency);
+    this.endpoints = new Endpoints(opts.perEndpointConcurrency, opts.throughput.endpointRounds);
     this.orgs = new OrgShares(opts.orgShare, opts.throughput.concurrency, opts.throughput.holdMax);
   }
 

@@ -28,6 +28,8 @@ export interface Endpoint {
   readonly key: string;
   /** The configured limit: 1 for a built-in bot, else WORKROOM_WEBHOOK_CONCURRENCY_PER_ENDPOINT. */
   readonly full: number;
+  /** Rounds of its limit it may hold while healthy (`roundOf`). */
+  readonly rounds: number;
   /** Attempts at once now: `full`, halved by each time-out down to 1, doubled by each delivery. */
   limit: number;
   /** Attempts sending now (a request to the endpoint in flight): at most `limit`. */
@@ -40,9 +42,12 @@ export interface Endpoint {
   proven: boolean;
 }
 
-/** Deliveries an endpoint may hold: two rounds of its limit, one (no queue) while degraded. */
+/**
+ * Deliveries an endpoint may hold: `rounds` of its limit (throughput.ts: its attempts running, answered
+ * but not yet recorded, and leased waiting), one round (no queue) while degraded.
+ */
 export function roundOf(ep: Endpoint): number {
-  return ep.limit < ep.full ? ep.limit : 2 * ep.limit;
+  return ep.limit < ep.full ? ep.limit : ep.rounds * ep.limit;
 }
 
 export function degraded(ep: Endpoint): boolean {
@@ -69,7 +74,10 @@ export class Endpoints {
   readonly #map = new Map<string, Endpoint>();
   /** Webhook URL → endpoint key, bounded (the same few URLs come back with every delivery). */
   readonly #keys = new Map<string, string>();
-  constructor(private readonly perEndpoint: number) {}
+  constructor(
+    private readonly perEndpoint: number,
+    private readonly rounds: number,
+  ) {}
 
   /** The endpoint key of a delivery's receiver. */
   #keyOf(botId: string, target: { webhook_url: string | null; builtin: string | null } | undefined): string {
@@ -91,7 +99,8 @@ export class Endpoints {
     let ep = this.#map.get(key);
     if (!ep) {
       const full = key.startsWith('builtin:') ? 1 : this.perEndpoint;
-      ep = { key, full, limit: full, running: 0, held: 0, bots: new Set(), proven: false };
+      const rounds = this.rounds;
+      ep = { key, full, rounds, limit: full, running: 0, held: 0, bots: new Set(), proven: false };
       this.#map.set(key, ep);
     }
     return ep;

@@ -16,9 +16,20 @@ import { Pacer } from './pacer.js';
  * there under load: with one round of queue the attempts ran dry before it came back, and a backlog
  * went out at ~1,800/s with half the event loop idle). On SQLite a claim is quick but runs on the event
  * loop: one round of queue and small claims as soon as an eighth of a round is free (larger ones cost
- * it a third of its deliveries a second). Per endpoint it stays two rounds of its own limit (slots.ts).
+ * it a third of its deliveries a second). Per endpoint it stays a few rounds of its own limit (ENDPOINT_ROUNDS).
  */
 const HELD_ROUNDS = { postgres: 8, sqlite: 2 };
+/**
+ * Rounds of its own limit (WORKROOM_WEBHOOK_CONCURRENCY_PER_ENDPOINT) a healthy endpoint may hold
+ * (slots.ts `roundOf`). A delivery counts from its lease or hand-off until its attempt is recorded, so
+ * the round covers the attempts running, those answered and waiting for their record, and a queue. On
+ * PostgreSQL a record batch takes a round trip (tens of milliseconds under load): with two rounds, one
+ * busy bot's endpoint spent half its round waiting for records, the fan-out could not hand it new
+ * deliveries, and its claims took ~7 rows each: at 200 events/s to one bot (bench/webhook-fanout.ts,
+ * latency phase) it fell behind by 0.8-2.2 s and never caught up; with four, p50 45-57 ms. SQLite
+ * records at once: two.
+ */
+const ENDPOINT_ROUNDS = { postgres: 4, sqlite: 2 };
 /**
  * PostgreSQL: record batches written at once. An attempt holds its bot's slot until recorded; with one
  * batch at a time, attempts that ended during a write waited for it and the next (tens of milliseconds
@@ -40,6 +51,8 @@ export class Throughput {
   readonly concurrency: number;
   /** Deliveries held (running, answered, leased, reserved) at most, in all (HELD_ROUNDS). */
   readonly holdMax: number;
+  /** Rounds of its limit a healthy endpoint may hold (ENDPOINT_ROUNDS). */
+  readonly endpointRounds: number;
   /** Record batches written at once. */
   readonly recordLanes: number;
   readonly recordBatch = RECORD_BATCH;
@@ -50,6 +63,7 @@ export class Throughput {
     this.sync = runsOnEventLoop;
     this.concurrency = webhooks.concurrency;
     this.holdMax = (this.sync ? HELD_ROUNDS.sqlite : HELD_ROUNDS.postgres) * webhooks.concurrency;
+    this.endpointRounds = this.sync ? ENDPOINT_ROUNDS.sqlite : ENDPOINT_ROUNDS.postgres;
     this.recordLanes = this.sync ? 1 : RECORD_LANES;
   }
 

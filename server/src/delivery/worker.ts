@@ -441,7 +441,7 @@ export class DeliveryWorker {
     } else if (result.ok) this.#d.endpoints.delivered(ep);
     answered();
     // The attempt counts against its bot's round until it is recorded: a crash then resends at most
-    // two rounds of each bot's deliveries, never a growing heap of sent but unrecorded ones.
+    // one round of each bot's deliveries (slots.ts `roundOf`), never a growing heap of unrecorded ones.
     await new Promise<void>((recorded) =>
       this.#recorder.push({ c, attempt: c.row.attempts + 1, startedAt, result, recorded }),
     );
