@@ -408,6 +408,73 @@ describe('OutboundClient: time-out, redirects, answer size', () => {
   });
 });
 
+describe('OutboundClient: the HTTP exchange', () => {
+  const client = new OutboundClient({ allowPrivate: true, allowedRanges: [], timeoutMs: 5000 });
+  afterAll(() => client.close());
+
+  it('sends the body and headers as given, with its length; credentials in the URL go as HTTP Basic', async () => {
+    let seen: { url?: string; headers: IncomingMessage['headers']; body: string } | undefined;
+    const rx = await receiver((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => {
+        seen = { url: req.url, headers: req.headers, body: Buffer.concat(chunks).toString() };
+        res.end('ok');
+      });
+    });
+    const body = JSON.stringify({ text: 'héllo ✓' });
+    const res = await client.post(`http://bot%40x:p%3Ass@127.0.0.1:${rx.port}/hook?a=1`, body, {
+      'content-type': 'application/json',
+      'x-sig': 'abc',
+    });
+    expect(res.status).toBe(200);
+    expect(seen!.url).toBe('/hook?a=1');
+    expect(seen!.body).toBe(body);
+    expect(seen!.headers['content-length']).toBe(String(Buffer.byteLength(body)));
+    expect(seen!.headers['x-sig']).toBe('abc');
+    expect(seen!.headers.authorization).toBe(`Basic ${Buffer.from('bot@x:p:ss').toString('base64')}`);
+    await rx.close();
+  });
+
+  it('reads a chunked answer whole and joins repeated answer headers', async () => {
+    const rx = await receiver((_req, res) => {
+      res.setHeader('x-many', ['a', 'b']);
+      res.writeHead(201, { 'content-type': 'text/plain' });
+      res.write('one ');
+      setTimeout(() => res.end('two'), 20);
+    });
+    const res = await client.post(`http://127.0.0.1:${rx.port}/`, '{}', {});
+    expect(res).toMatchObject({ status: 201, body: 'one two' });
+    expect(res.headers['x-many']).toBe('a, b');
+    expect(res.headers['content-type']).toBe('text/plain');
+    await rx.close();
+  });
+
+  it('a receiver that closes every connection after answering is served on a new one each time', async () => {
+    const rx = await receiver((req, res) => {
+      req.resume();
+      req.on('end', () => {
+        res.writeHead(200, { connection: 'close' });
+        res.end('bye');
+      });
+    });
+    for (let i = 0; i < 5; i++)
+      expect((await client.post(`http://127.0.0.1:${rx.port}/`, '{}', {})).status).toBe(200);
+    expect(rx.hits()).toBe(5);
+    expect(rx.connections()).toBe(5);
+    await rx.close();
+  });
+
+  it('a fresh connection dropped without an answer fails once, and is not sent again', async () => {
+    const rx = await receiver((req) => req.socket.destroy());
+    const err = await failure(client.post(`http://127.0.0.1:${rx.port}/`, '{}', {}));
+    expect(err.kind).toBe('connect');
+    expect(err.message).toMatch(/closed/);
+    expect(rx.hits()).toBe(1);
+    await rx.close();
+  });
+});
+
 describe('checkWebhookUrl (registration)', () => {
   const strict = { allowPrivate: false, allowedRanges: [] };
   it('names what is wrong, or passes', () => {
