@@ -242,7 +242,10 @@ export async function startApp(
   await lifecycle.start();
   await readiness.started();
 
-  const handler = createHttpHandler(services, allRoutes(config.publicUrl, mcp));
+  const handler = createHttpHandler(
+    services,
+    allRoutes(() => config.publicUrl, mcp),
+  );
   let inFlight = 0;
   let idle: (() => void) | undefined;
   /** Set once close() began. */
@@ -327,6 +330,8 @@ export async function startApp(
     server.listen(config.port, config.host, () => resolve());
   });
   const addr = server.address() as AddressInfo;
+  // PORT=0: the public URL made from the port names the one bound (no request has been served yet).
+  if (config.publicUrlFromPort && config.port === 0) config.publicUrl = `http://localhost:${addr.port}`;
   const host =
     addr.family === 'IPv6'
       ? `[${addr.address === '::' ? '::1' : addr.address}]`

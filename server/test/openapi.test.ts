@@ -28,6 +28,8 @@ describe('OpenAPI document', () => {
 
   it('is OpenAPI 3.1 with bearer auth and the error shape', () => {
     expect(doc.openapi).toBe('3.1.0');
+    // The test server listens on PORT=0 without WORKROOM_PUBLIC_URL: its public URL names the port bound.
+    expect(doc.servers).toEqual([{ url: `http://localhost:${new URL(srv.url).port}` }]);
     expect(doc.components.securitySchemes.bearer).toEqual({ type: 'http', scheme: 'bearer' });
     expect(doc.paths['/api/bots/auth'].post).toBeDefined();
     expect(

@@ -201,7 +201,14 @@ const envSchema = z.object({
 export interface Config {
   port: number;
   host: string;
+  /**
+   * Where users and bots reach this server (links, webhook URLs, the MCP Origin check, the OpenAPI
+   * document): WORKROOM_PUBLIC_URL, else http://localhost:<PORT> — with PORT=0, the port bound at start
+   * (app.ts sets it once listening, before the first request).
+   */
   publicUrl: string;
+  /** publicUrl was not given (WORKROOM_PUBLIC_URL) but made from the port. */
+  publicUrlFromPort: boolean;
   dataDir: string;
   database:
     | { kind: 'sqlite'; file: string }
@@ -385,6 +392,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     port: e.PORT,
     host: e.HOST,
     publicUrl: (e.WORKROOM_PUBLIC_URL ?? `http://localhost:${e.PORT}`).replace(/\/$/, ''),
+    publicUrlFromPort: e.WORKROOM_PUBLIC_URL === undefined,
     dataDir,
     database: e.DATABASE_URL
       ? {

@@ -180,9 +180,8 @@ export class McpEndpoint {
         )
       : undefined;
     this.#listen = new ListenHub(events, m.sessionsPerKey);
-    this.#origins = new Set(
-      [services.config.publicUrl, ...services.config.mcp.allowedOrigins].map((o) => o.replace(/\/+$/, '')),
-    );
+    // (The public URL is read at each check: with PORT=0 it is known only once listening.)
+    this.#origins = new Set(services.config.mcp.allowedOrigins.map((o) => o.replace(/\/+$/, '')));
   }
 
   /**
@@ -197,6 +196,7 @@ export class McpEndpoint {
     if (origin === undefined) return true;
     if (this.#origins.has(origin)) return true;
     try {
+      if (origin === new URL(this.services.config.publicUrl).origin) return true;
       const u = new URL(origin);
       return (u.protocol === 'http:' || u.protocol === 'https:') && LOOPBACK.has(u.hostname);
     } catch {

@@ -26,7 +26,7 @@ import { userRoutes } from './users.js';
 import { webhookRoutes } from './webhooks.js';
 
 /** Every HTTP route of the server. Each module is a thin adapter over operations. */
-export function allRoutes(publicUrl: string, mcp: McpEndpoint): Route[] {
+export function allRoutes(publicUrl: () => string, mcp: McpEndpoint): Route[] {
   // One file per resource (as Mattermost's api4/<resource>.go), in the order of the OpenAPI document.
   const routes: Route[] = [
     ...systemRoutes,
@@ -60,7 +60,7 @@ export function allRoutes(publicUrl: string, mcp: McpEndpoint): Route[] {
     auth: 'none',
     tags: ['system'],
     async handle(rc) {
-      doc ??= JSON.stringify(buildOpenApi(routes, publicUrl));
+      doc ??= JSON.stringify(buildOpenApi(routes, publicUrl()));
       rc.res.writeHead(200, {
         'content-type': 'application/json; charset=utf-8',
         'cache-control': 'public, max-age=60',
