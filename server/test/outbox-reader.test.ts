@@ -147,6 +147,33 @@ describe('outbox reader', () => {
     expect(reader.stats.deadLettered).toBe(dead + 1);
   });
 
+  it('keeps the newest checked rows when it has checked more than it keeps (the oldest go first)', async () => {
+    const storage = srv.app.services.storage;
+    const org = await storage.stores.orgs.create(`evict-${randomUUID()}`);
+    const before = await reader.head();
+    const rows = Array.from({ length: 4_300 }, () => ({
+      id: randomUUID(),
+      org_id: org.id,
+      type: 'resources.changed',
+      data: JSON.stringify({ bot_ids: [randomUUID()] }),
+      created_at: new Date().toISOString(),
+    }));
+    await storage.transaction((s) => s.events.append(rows));
+    const ours = (await readAll(before)).filter((e) => e.org_id === org.id);
+    expect(ours.map((e) => e.id)).toEqual(rows.map((r) => r.id));
+    // A consumer 4,090 events behind the head reads them again: every one was kept (it keeps 4,096).
+    // Clearing the whole map whenever it was full kept only those checked since the last clear.
+    let reused = reader.stats.checksReused;
+    const newest = await reader.readAfter(ours[ours.length - 4_091]!.position, 4_090);
+    expect(newest.map((e) => e.id)).toEqual(rows.slice(-4_090).map((r) => r.id));
+    expect(reader.stats.checksReused - reused).toBe(4_090);
+    // The oldest were let go: checked again.
+    reused = reader.stats.checksReused;
+    const oldest = await reader.readAfter(ours[0]!.position - 1, 50);
+    expect(oldest.map((e) => e.id)).toEqual(rows.slice(0, 50).map((r) => r.id));
+    expect(reader.stats.checksReused - reused).toBe(0);
+  }, 60_000);
+
   describe.runIf(process.env.DATABASE_URL)('PostgreSQL: commits in reverse seq order', () => {
     let a: pg.Client;
     let b: pg.Client;
