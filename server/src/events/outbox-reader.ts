@@ -344,15 +344,18 @@ export class OutboxReader {
     const position = Number(r.position);
     if (parsed.ok) {
       return {
+        // One literal of one shape (not a spread of the parsed event): measured 2026-11-28, the spread
+        // and its added fields were ~5 % of a POST's profile on SQLite.
         event: {
-          ...parsed.event,
+          type: parsed.event.type,
+          data: parsed.event.data,
           position,
           seq: Number(r.seq),
           id: r.id,
           org_id: r.org_id,
           dataJson: r.data,
           created_at: r.created_at,
-        },
+        } as OutboxEvent, // type and data are parseEvent's checked pair, taken apart
       };
     }
     if (!this.#dead.has(r.id)) {

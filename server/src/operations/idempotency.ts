@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { AppError } from '../domain/errors.js';
 import type { Stores } from '../storage/stores/index.js';
 import type { Actor, Services } from './context.js';
+import { withFields } from '../domain/objects.js';
 
 /**
  * Idempotency keys (Stripe semantics), for any surface: a request retried with the same key and the
@@ -121,7 +122,7 @@ export async function withIdempotency(
   opts: IdempotencyOptions,
   fn: (claim?: IdempotencyClaim) => Promise<IdempotentResult>,
 ): Promise<IdempotentResult & { replayed: boolean }> {
-  if (key === undefined) return { ...(await fn()), replayed: false };
+  if (key === undefined) return withFields(await fn(), { replayed: false });
   validateIdempotencyKey(key);
   const store = services.storage.stores.idempotency;
   const rk = recordKey(actor, key);
@@ -150,7 +151,7 @@ export async function withIdempotency(
         // No write completed it (or the answer is not the write's value): record it now.
         await store.complete(rk, result.status, response);
       }
-      return { ...result, replayed: false };
+      return withFields(result, { replayed: false });
     }
     const row = await store.get(rk);
     if (!row) continue; // released or expired between our claim and read: try again

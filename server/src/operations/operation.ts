@@ -6,6 +6,7 @@ import type { Actor, OpContext } from './context.js';
 import type { Stores } from '../storage/stores/index.js';
 import { burstRefusal, checkBurst, checkNotPaused, takeWriteBudgets } from './guardrails.js';
 import { callDetail, GRANT_REFUSALS } from './audit/decision.js';
+import { withFields } from '../domain/objects.js';
 
 export type ActorKind = Actor['kind'];
 
@@ -173,7 +174,7 @@ export async function runChecked<O>(op: Operation<z.ZodType, O>, ctx: OpContext,
   // The burst rule's record of a send is written in the send's own transaction (write.ts).
   if (!giveBack && !inWrite) return op.run(ctx, input);
   try {
-    return await op.run(inWrite ? { ...ctx, inWrite } : ctx, input);
+    return await op.run(inWrite ? withFields(ctx, { inWrite }) : ctx, input);
   } catch (err) {
     await giveBack?.().catch(() => undefined);
     throw await burstRefusal(ctx, err);
@@ -189,7 +190,7 @@ export async function runOperation<S extends z.ZodType, O>(
   if (actor.kind === 'bot' && (actor.grants || actor.paused)) {
     // Audited (docs/API.md, "Agent grants"): every write, and every call the grants refuse.
     const started = performance.now();
-    const audited: OpContext = { ...ctx, auditChange: {} };
+    const audited: OpContext = withFields(ctx, { auditChange: {} });
     let writing = false;
     try {
       checkAccess(op as Operation, actor, ctx.dryRun !== undefined);

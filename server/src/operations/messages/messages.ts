@@ -26,6 +26,7 @@ import {
 import { listOf, MessageView, messageView } from '../views.js';
 import { write, type WriteTx } from '../write.js';
 import type { EventData } from '../../domain/events.js';
+import { withFields } from '../../domain/objects.js';
 
 export function containerRef(v: {
   channel_id?: string | undefined;
@@ -162,6 +163,6 @@ export const listMessages = defineOperation({
     await loadContainer(stores, ctx.actor, c, 'read', ctx.channel);
     const rows = await stores.messages.listInContainer(c, input.limit, input.before);
     const reactions = await stores.reactions.summarize(rows.map((r) => r.id));
-    return { items: rows.map((r) => ({ ...messageView(r), reactions: reactions.get(r.id) ?? [] })) };
+    return { items: rows.map((r) => withFields(messageView(r), { reactions: reactions.get(r.id) ?? [] })) };
   },
 });

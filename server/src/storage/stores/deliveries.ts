@@ -615,11 +615,12 @@ export class DeliveryStore {
     return new Map(
       rows.map(({ paused_at, hold_until, max_per_minute, ...r }) => [
         r.bot_id,
+        // Fields first (a literal that starts with a spread is slow: domain/objects.ts).
         {
-          ...r,
           paused: paused_at !== null,
           hold_until: hold_until ?? null,
           max_per_minute: max_per_minute ?? null,
+          ...r,
         },
       ]),
     );

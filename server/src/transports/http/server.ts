@@ -25,6 +25,7 @@ import { enforceRateLimit } from '../kit/rate-limit.js';
 import { Router } from './router.js';
 import { isWebPath, serveStatic } from './static.js';
 import { isOpRoute, type OpRoute, type RequestContext, type Route } from './types.js';
+import { withFields } from '../../domain/objects.js';
 
 const REQUEST_ID_RE = /^[\w.:-]{1,128}$/;
 /**
@@ -127,8 +128,9 @@ async function runOpRoute(rc: RequestContext, route: OpRoute, fields: Map<string
   // A dry run (docs/API.md, "Dry runs"): answered 200 with what would happen; no Idempotency-Key record.
   if (isDryRun(rc.req.headers['x-dry-run'])) {
     const dryRun = { events: [] };
-    const result = await runOperation(op, { ...ctx, dryRun }, input);
-    sendJson(rc.res, 200, dryRunReport(op, { ...ctx, dryRun }, input, result));
+    const dryCtx = withFields(ctx, { dryRun });
+    const result = await runOperation(op, dryCtx, input);
+    sendJson(rc.res, 200, dryRunReport(op, dryCtx, input, result));
     return;
   }
   // Without a key (or on a route that takes none) withIdempotency simply runs the operation.
@@ -144,7 +146,7 @@ async function runOpRoute(rc: RequestContext, route: OpRoute, fields: Map<string
         status: 202,
         body: {
           status: 'pending_approval',
-          pending_action: await requestApprovalFor(op, { ...ctx, idempotency }, input),
+          pending_action: await requestApprovalFor(op, withFields(ctx, { idempotency }), input),
         },
       }),
     );
@@ -158,7 +160,7 @@ async function runOpRoute(rc: RequestContext, route: OpRoute, fields: Map<string
     typeof key === 'string' ? key : undefined,
     { operation: op.name, input, statusOf },
     async (idempotency) => {
-      const result = await runOperation(op, { ...ctx, idempotency }, input);
+      const result = await runOperation(op, withFields(ctx, { idempotency }), input);
       return { status: statusOf(result), body: result };
     },
   );

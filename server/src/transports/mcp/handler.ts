@@ -96,10 +96,12 @@ export function negotiate(requested: string): string {
   return isLegacyVersion(requested) ? requested : LATEST_LEGACY;
 }
 
-const opContext = (cc: CallContext): OpContext => ({
+/** The operation context of a call, with `extra` fields (properties first: see domain/objects.ts). */
+const opContext = (cc: CallContext, extra?: Partial<OpContext>): OpContext => ({
   actor: cc.actor,
   services: cc.services,
   requestId: cc.requestId,
+  ...extra,
 });
 
 /** Rate-limit tokens one request costs: its tool's `rateCost` for tools/call, else 1. */
@@ -355,7 +357,7 @@ async function callTool(params: Params | undefined, cc: CallContext): Promise<st
         { operation: tool.op.name, input: args },
         async (idempotency) => ({
           status: 200,
-          body: await requestApproval(tool.op, { ...opContext(cc), idempotency }, parsed.data),
+          body: await requestApproval(tool.op, opContext(cc, { idempotency }), parsed.data),
         }),
       );
       // Not an error: the call waits for a human (the audit's detail says so).
@@ -389,7 +391,7 @@ async function callTool(params: Params | undefined, cc: CallContext): Promise<st
       }
     }
     if (dryRun) {
-      const ctx = { ...opContext(cc), dryRun: { events: [] }, auditChange };
+      const ctx = opContext(cc, { dryRun: { events: [] }, auditChange });
       const value = await runChecked(tool.op, ctx, parsed.data);
       const report = dryRunReport(tool.op, ctx, callArgs, value);
       return dryRunResult(
@@ -403,7 +405,7 @@ async function callTool(params: Params | undefined, cc: CallContext): Promise<st
     // wrap it in two more async functions and result objects.
     const value =
       key === undefined
-        ? await runChecked(tool.op, { ...opContext(cc), auditChange }, parsed.data)
+        ? await runChecked(tool.op, opContext(cc, { auditChange }), parsed.data)
         : (
             await withIdempotency(
               cc.services,
@@ -412,7 +414,7 @@ async function callTool(params: Params | undefined, cc: CallContext): Promise<st
               { operation: tool.op.name, input: args },
               async (idempotency) => ({
                 status: 200,
-                body: await runChecked(tool.op, { ...opContext(cc), idempotency, auditChange }, parsed.data),
+                body: await runChecked(tool.op, opContext(cc, { idempotency, auditChange }), parsed.data),
               }),
             )
           ).body;

@@ -82,7 +82,7 @@ export class McpSession {
   notify(data: string, position?: number): void {
     const seq = ++this.#seq;
     const e = { id: position === undefined ? String(seq) : `o${position}`, data, position };
-    this.#log.push({ ...e, seq });
+    this.#log.push({ seq, id: e.id, data, position });
     if (this.#log.length > LOG_SIZE) this.#log.shift();
     if (this.#held) this.#held.push(e);
     else this.#send(e);

@@ -16,6 +16,7 @@ import {
   deleteSigningKey,
   getSigningKey,
 } from '../../../operations/webhooks/signing-key.js';
+import { withFields } from '../../../domain/objects.js';
 
 const errorRef = { $ref: '#/components/responses/Error' };
 
@@ -48,7 +49,7 @@ export const webhookRoutes: Route[] = [
       const signed = credentials.authorization === undefined && credentials.token === undefined;
       const early = signed
         ? undefined
-        : await authenticateIncoming(services, { ...credentials, rawBody: EMPTY });
+        : await authenticateIncoming(services, withFields(credentials, { rawBody: EMPTY }));
       const { maxBodyBytes, http } = services.config;
       const rawBody = await readBody(
         req,
@@ -56,7 +57,7 @@ export const webhookRoutes: Route[] = [
         http.bodyTimeoutMs,
         early ? undefined : rc.unauthenticatedBody,
       );
-      const auth = early ?? (await authenticateIncoming(services, { ...credentials, rawBody }));
+      const auth = early ?? (await authenticateIncoming(services, withFields(credentials, { rawBody })));
       rc.actor = auth.actor;
       await enforceRateLimit(services, auth.actor, rc.res);
       const input = parseJsonObject(rawBody, req.headers['content-type']);
