@@ -183,6 +183,7 @@ export default tseslint.config(
       'server/src/operations/operation.ts',
       'server/src/operations/write.ts',
       'server/src/operations/idempotency.ts',
+      'server/src/operations/messages/**/*.ts',
       'server/src/transports/http/server.ts',
       'server/src/transports/http/routes/webhooks.ts',
       'server/src/transports/mcp/handler.ts',

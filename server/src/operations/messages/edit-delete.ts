@@ -13,6 +13,7 @@ import { content, contentHtml, uuid } from '../schemas.js';
 import { MessageView, messageView } from '../views.js';
 import { write } from '../write.js';
 import { checkActionsAllowed, messageEventData } from './messages.js';
+import { withFields } from '../../domain/objects.js';
 
 /**
  * Authentication rule 7 of the spec: a user edits and deletes only its own messages, a bot only
@@ -66,8 +67,7 @@ export const editMessage = defineOperation({
     checkActionsAllowed(actorRef(ctx.actor), input.actions);
     return write(ctx, async ({ stores, now, emit }) => {
       const m = await loadOwnMessage(stores, ctx.actor, input.message_id);
-      const updated: MessageRow = {
-        ...m,
+      const updated: MessageRow = withFields(m, {
         content: input.content,
         content_html:
           input.content_html === undefined
@@ -75,7 +75,7 @@ export const editMessage = defineOperation({
             : sanitizeMessageHtml(input.content_html, imagePolicy(ctx.services.config)),
         actions: input.actions === undefined ? m.actions : storeActions(input.actions),
         edited_at: now,
-      };
+      });
       noteChange(ctx, m as unknown as Record<string, unknown>, {
         content: updated.content,
         content_html: updated.content_html,
@@ -88,12 +88,15 @@ export const editMessage = defineOperation({
         edited_at: now,
       });
       const by = actorRef(ctx.actor);
-      emit('message.updated', m.org_id, {
-        ...messageEventData(updated),
-        previous_content: m.content,
-        edited_by_type: by.type,
-        edited_by_id: by.id,
-      });
+      emit(
+        'message.updated',
+        m.org_id,
+        withFields(messageEventData(updated), {
+          previous_content: m.content,
+          edited_by_type: by.type,
+          edited_by_id: by.id,
+        }),
+      );
       return messageView(updated);
     });
   },
