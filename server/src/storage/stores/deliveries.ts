@@ -217,6 +217,15 @@ const MEMBER_TABLES = {
   dm_room: ['dm_room_members', 'dm_room_id'],
 } as const;
 
+/**
+ * The data a leased delivery's attempt sends: its event's data when it has an event (the outbox row
+ * read with the lease), else its own payload (an event not in the outbox: webhook.test); JSON `null` when
+ * neither is there (an event pruned meanwhile).
+ */
+function attemptData(row: Selectable<DeliveryRow>, eventData: string | null | undefined): string {
+  return (row.event_seq !== null ? eventData : row.payload) ?? 'null';
+}
+
 const isPostgres = (db: Executor) => db.getExecutor().adapter instanceof PostgresAdapter;
 
 /** Fixed SQL text run with new parameters (a named statement on PostgreSQL: planned once per connection). */
@@ -566,10 +575,7 @@ export class DeliveryStore {
         ids,
         now,
       ]);
-      return rows.map(({ event_data, ...row }) => ({
-        row,
-        data: (row.event_seq !== null ? event_data : row.payload) ?? 'null',
-      }));
+      return rows.map(({ event_data, ...row }) => ({ row, data: attemptData(row, event_data) }));
     }
     const res = await sql<Selectable<DeliveryRow>>`
       update webhook_deliveries set next_attempt_at = ${leaseUntil}
@@ -580,7 +586,7 @@ export class DeliveryStore {
     );
     return res.rows.map((row) => ({
       row,
-      data: (row.event_seq !== null ? data.get(row.event_seq) : row.payload) ?? 'null',
+      data: attemptData(row, row.event_seq !== null ? data.get(row.event_seq) : undefined),
     }));
   }
 
