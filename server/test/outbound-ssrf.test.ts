@@ -327,11 +327,27 @@ describe('OutboundClient: time-out, redirects, answer size', () => {
     expect(cut.kind).toBe('timeout');
     expect(Date.now() - t0).toBeLessThan(2000);
     const ac = new AbortController();
+    // One signal for several calls (as the delivery worker's shutdown signal): a call that ended before
+    // the abort keeps its answer; every call under way when it aborts is cancelled.
+    const fast = await receiver(ok);
+    expect((await slow.post(`http://127.0.0.1:${fast.port}/`, '{}', {}, { signal: ac.signal })).status).toBe(
+      200,
+    );
     setTimeout(() => ac.abort(), 50);
-    const aborted = await failure(slow.post(`http://127.0.0.1:${rx.port}/`, '{}', {}, { signal: ac.signal }));
-    expect(aborted.kind).toBe('timeout');
-    expect(aborted.message).toMatch(/cancelled/);
+    const under = await Promise.all(
+      [1, 2, 3].map(() =>
+        failure(slow.post(`http://127.0.0.1:${rx.port}/`, '{}', {}, { signal: ac.signal })),
+      ),
+    );
+    for (const aborted of under) {
+      expect(aborted.kind).toBe('timeout');
+      expect(aborted.message).toMatch(/cancelled/);
+    }
+    expect(Date.now() - t0).toBeLessThan(4000);
+    const late = await failure(slow.post(`http://127.0.0.1:${rx.port}/`, '{}', {}, { signal: ac.signal }));
+    expect(late.message).toMatch(/cancelled before it started/);
     slow.close();
+    await fast.close();
     await rx.close();
   });
 

@@ -247,6 +247,12 @@ export class OutboundClient {
    */
   readonly #agent: Agent;
   readonly #targets = new Map<string, Target | OutboundError>();
+  /**
+   * The calls under way by abort signal, each signal listened to once: the delivery worker passes its
+   * one shutdown signal to every call, and an `abort` listener added and removed per call (an
+   * EventTarget's list, 64 calls long) cost ~1 % of a delivery's profile (measured 2026-11-28).
+   */
+  readonly #underWay = new WeakMap<AbortSignal, Set<() => void>>();
 
   constructor(opts: OutboundClientOptions) {
     this.#policy = new AddressPolicy(opts);
@@ -352,7 +358,7 @@ export class OutboundClient {
         if (settled) return;
         settled = true;
         clearTimeout(timer);
-        signal?.removeEventListener('abort', onAbort);
+        calls?.delete(onAbort);
         if (outcome instanceof OutboundError) {
           controller?.abort(outcome);
           reject(outcome);
@@ -363,7 +369,8 @@ export class OutboundClient {
         timeoutMs,
       );
       const onAbort = () => settle(new OutboundError('timeout', 'cancelled'));
-      signal?.addEventListener('abort', onAbort, { once: true });
+      const calls = signal && this.#callsOf(signal);
+      calls?.add(onAbort);
 
       const attempt = (retried: boolean) => {
         let status = 0;
@@ -415,6 +422,19 @@ export class OutboundClient {
       };
       attempt(false);
     });
+  }
+
+  /** The calls under way with `signal`: all cancelled when it aborts. */
+  #callsOf(signal: AbortSignal): Set<() => void> {
+    let calls = this.#underWay.get(signal);
+    if (!calls) {
+      const set = (calls = new Set());
+      this.#underWay.set(signal, set);
+      signal.addEventListener('abort', () => {
+        for (const cancel of [...set]) cancel();
+      });
+    }
+    return calls;
   }
 
   /** Closes the pooled connections (on shutdown). */
