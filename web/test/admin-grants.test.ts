@@ -49,10 +49,18 @@ describe('administration screen: agent grants', () => {
     await tools.getByRole('checkbox', { name: 'send_message' }).check();
     await tools.getByRole('checkbox', { name: 'read_messages' }).check();
     await keys.getByRole('checkbox', { name: 'May mention @all and @here' }).uncheck();
-    await keys.getByLabel(/Only in these channels/).fill(channel);
+    // The issue form has the grants editor's fields: containers picked from the bot's memberships,
+    // both budgets, approval, confirmation and the guard rails.
+    const channelName = expectStatus(await admin.api.get(`/api/channels/${channel}`), 200).name as string;
+    const where = keys.getByRole('group', { name: /Only in these/ });
+    await where.getByRole('checkbox', { name: `#${channelName}` }).check();
     await keys.getByLabel('Writes per hour').fill('30');
-    const approval = keys.getByRole('group', { name: /Tools that need approval/ });
+    await keys.getByLabel('Writes per day').fill('200');
+    const approval = keys.getByRole('group', { name: /Tools that need a human's approval/ });
     await approval.getByRole('checkbox', { name: 'send_message' }).check();
+    const confirm = keys.getByRole('group', { name: /must confirm/ });
+    await confirm.getByRole('checkbox', { name: 'read_messages' }).check();
+    await keys.getByRole('checkbox', { name: /same text goes to many places/ }).uncheck();
     expect(await seriousViolations(page)).toEqual([]);
     await keys.getByRole('button', { name: 'Issue key' }).click();
     const shown = keys.getByLabel('New API key');
@@ -68,14 +76,20 @@ describe('administration screen: agent grants', () => {
     expect(text).toContain('30 writes/hour');
     expect(text).toContain('approval: send_message');
     expect(text).toContain('no @all/@here');
+    expect(text).toContain('200 writes/day');
+    expect(text).toContain('confirm: read_messages');
+    expect(text).toContain('no burst pause');
 
     const listed = expectStatus(await admin.api.get(`/api/bots/${bot.bot_id}/api-keys`), 200).items as any[];
     expect(listed[0].grants).toEqual({
       tools: ['send_message', 'read_messages'],
       containers: [channel],
       writes_per_hour: 30,
+      writes_per_day: 200,
       approval: ['send_message'],
+      confirm: ['read_messages'],
       mentions_all: false,
+      pause_on: { burst: false },
     });
     const session = await rawSession(server.url, key);
     const list = await rawMcp(server.url, {

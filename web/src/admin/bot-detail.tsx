@@ -1,10 +1,10 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { api, describe, ok } from '../api/client';
-import type { ApiKey, Bot, BotCommand, GrantTool, KeyGrants, NewApiKey, Scope } from '../api/types';
+import type { ApiKey, Bot, BotCommand, KeyGrants, NewApiKey, Scope } from '../api/types';
 import { BotForm } from './bot-form';
 import { Deliveries } from './deliveries';
-import { KeyGrantsEditor, PausedKey } from './key-grants';
-import { GRANT_TOOLS, SCOPES } from './lists';
+import { KeyGrantsEditor, PausedKey, useGrantsForm } from './key-grants';
+import { SCOPES } from './lists';
 import { ToolCalls } from './tool-calls';
 
 const when = (iso: string | null) => (iso === null ? '—' : new Date(iso).toLocaleString());
@@ -116,26 +116,9 @@ function ApiKeys({ bot }: { bot: Bot }) {
   const [copied, setCopied] = useState(false);
   const [revoking, setRevoking] = useState<string | null>(null);
   const [editingGrants, setEditingGrants] = useState<string | null>(null);
-  // Grants (docs/API.md, "Agent grants"): nothing picked or typed means no grant of that kind.
-  const [tools, setTools] = useState<Set<GrantTool>>(new Set());
-  const [approval, setApproval] = useState<Set<GrantTool>>(new Set());
-  const [readOnly, setReadOnly] = useState(false);
-  const [containers, setContainers] = useState('');
-  const [perHour, setPerHour] = useState('');
-  const [mentionsAll, setMentionsAll] = useState(true);
+  // Grants (docs/API.md, "Agent grants"): the same fields as a key's grants editor.
+  const grantsForm = useGrantsForm(bot.id, null, 'new');
   const path = { params: { path: { botId: bot.id } } };
-
-  function grantsOfForm(): KeyGrants | null {
-    const g: KeyGrants = {};
-    if (tools.size > 0) g.tools = GRANT_TOOLS.filter((t) => tools.has(t));
-    if (approval.size > 0) g.approval = GRANT_TOOLS.filter((t) => approval.has(t));
-    if (readOnly) g.read_only = true;
-    const ids = containers.split(/[\s,]+/).filter(Boolean);
-    if (ids.length > 0) g.containers = ids;
-    if (perHour.trim() !== '') g.writes_per_hour = Number(perHour);
-    if (!mentionsAll) g.mentions_all = false;
-    return Object.keys(g).length > 0 ? g : null;
-  }
 
   const reload = () =>
     ok(api.GET('/api/bots/{botId}/api-keys', path))
@@ -156,7 +139,7 @@ function ApiKeys({ bot }: { bot: Bot }) {
         key_type: keyType,
         scopes: SCOPES.filter((s) => scopes.has(s)),
       };
-      const grants = grantsOfForm();
+      const grants = grantsForm.grants();
       if (grants !== null) body.grants = grants;
       if (days.trim() !== '') body.expires_in_days = Number(days);
       setFresh(await ok(api.POST('/api/bots/{botId}/api-keys', { ...path, body })));
@@ -247,69 +230,12 @@ function ApiKeys({ bot }: { bot: Bot }) {
         />
         <details class="grants">
           <summary>Agent grants (optional)</summary>
-          <fieldset>
-            <legend>MCP tools the key may call (none picked: every tool)</legend>
-            <div class="checks">
-              {GRANT_TOOLS.map((t) => (
-                <label key={t} class="check">
-                  <input
-                    type="checkbox"
-                    checked={tools.has(t)}
-                    onChange={(e) => setTools(toggled(tools, t, e.currentTarget.checked))}
-                  />
-                  {t}
-                </label>
-              ))}
-            </div>
-          </fieldset>
-          <label class="check">
-            <input
-              type="checkbox"
-              checked={readOnly}
-              onChange={(e) => setReadOnly(e.currentTarget.checked)}
-            />
-            Read-only (every write is refused)
-          </label>
-          <label class="check">
-            <input
-              type="checkbox"
-              checked={mentionsAll}
-              onChange={(e) => setMentionsAll(e.currentTarget.checked)}
-            />
-            May mention @all and @here
-          </label>
-          <label for="key-containers">
-            Only in these channels, projects, topics or DM rooms (ids; empty: wherever the bot is)
-          </label>
-          <input
-            id="key-containers"
-            type="text"
-            value={containers}
-            onInput={(e) => setContainers(e.currentTarget.value)}
-          />
-          <label for="key-per-hour">Writes per hour (empty: no budget)</label>
-          <input
-            id="key-per-hour"
-            type="number"
-            min={1}
-            value={perHour}
-            onInput={(e) => setPerHour(e.currentTarget.value)}
-          />
-          <fieldset>
-            <legend>Tools that need approval (held until a person approves)</legend>
-            <div class="checks">
-              {GRANT_TOOLS.map((t) => (
-                <label key={t} class="check">
-                  <input
-                    type="checkbox"
-                    checked={approval.has(t)}
-                    onChange={(e) => setApproval(toggled(approval, t, e.currentTarget.checked))}
-                  />
-                  {t}
-                </label>
-              ))}
-            </div>
-          </fieldset>
+          {grantsForm.error !== null && (
+            <p class="error" role="alert">
+              {grantsForm.error}
+            </p>
+          )}
+          {grantsForm.fields}
         </details>
         <div class="buttons">
           <button type="submit" class="primary">
@@ -428,13 +354,6 @@ function ApiKeys({ bot }: { bot: Bot }) {
     </section>
   );
 }
-
-const toggled = <T,>(set: Set<T>, value: T, on: boolean): Set<T> => {
-  const next = new Set(set);
-  if (on) next.add(value);
-  else next.delete(value);
-  return next;
-};
 
 /** A key's grants in a line: "none", or each grant that is set. */
 function grantsText(g: ApiKey['grants']): string {

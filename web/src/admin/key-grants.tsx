@@ -1,3 +1,4 @@
+import type { ComponentChildren } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { api, describe, ok } from '../api/client';
 import type { ApiKey, Body, GrantTool, KeyGrants } from '../api/types';
@@ -97,18 +98,18 @@ function RuleFields(props: {
 }
 
 /**
- * Edits the grants of one API key (PATCH /api/bots/{botId}/api-keys/{keyId}; docs/API.md "Agent
- * grants"): tools, read-only, the containers (picked from the bot's memberships), the write budgets,
- * @all/@here, the tools that need approval or the agent's user's confirmation, and the guard rails.
- * Nothing picked or typed means no grant of that kind; no grant at all clears them. Audited server-side.
+ * The grant fields of a key (docs/API.md "Agent grants"), for issuing one and for editing one: tools,
+ * read-only, @all/@here, the containers (picked from the bot's memberships), the write budgets, the tools
+ * that need approval or the agent's user's confirmation, and the guard rails. Nothing picked or typed
+ * means no grant of that kind; `grants()` is null when no grant is set. `idSuffix` keeps the ids of two
+ * forms on one page apart.
  */
-export function KeyGrantsEditor(props: {
-  botId: string;
-  apiKey: ApiKey;
-  onSaved(): Promise<void>;
-  onCancel(): void;
-}) {
-  const g = props.apiKey.grants ?? {};
+export function useGrantsForm(
+  botId: string,
+  initial: ApiKey['grants'] | null,
+  idSuffix: string,
+): { fields: ComponentChildren; grants(): KeyGrants | null; error: string | null } {
+  const g = initial ?? {};
   const [tools, setTools] = useState(new Set<GrantTool>((g.tools ?? []) as GrantTool[]));
   const [approval, setApproval] = useState(new Set<GrantTool>((g.approval ?? []) as GrantTool[]));
   const [confirm, setConfirm] = useState(new Set<GrantTool>((g.confirm ?? []) as GrantTool[]));
@@ -127,16 +128,14 @@ export function KeyGrantsEditor(props: {
   const [burstMinutes, setBurstMinutes] = useState(String((burst || BURST_DEFAULT).window_minutes));
   const [memberships, setMemberships] = useState<Membership[] | null>(null);
   const [error, setError] = useState<string | null>(null);
-  const [saving, setSaving] = useState(false);
-  const prefix = props.apiKey.key_prefix;
 
   useEffect(() => {
-    ok(api.GET('/api/bots/{botId}/memberships', { params: { path: { botId: props.botId } } }))
+    ok(api.GET('/api/bots/{botId}/memberships', { params: { path: { botId } } }))
       .then((r) => setMemberships(r.items))
       .catch((e: unknown) => setError(describe(e)));
-  }, [props.botId]);
+  }, [botId]);
 
-  function grantsOfForm(): KeyGrants | null {
+  function grants(): KeyGrants | null {
     const out: KeyGrants = {};
     if (tools.size > 0) out.tools = GRANT_TOOLS.filter((t) => tools.has(t));
     if (readOnly) out.read_only = true;
@@ -164,44 +163,15 @@ export function KeyGrantsEditor(props: {
     return Object.keys(out).length > 0 ? out : null;
   }
 
-  async function save(e: Event) {
-    e.preventDefault();
-    setError(null);
-    setSaving(true);
-    try {
-      await ok(
-        api.PATCH('/api/bots/{botId}/api-keys/{keyId}', {
-          params: { path: { botId: props.botId, keyId: props.apiKey.id } },
-          body: { grants: grantsOfForm() },
-        }),
-      );
-      await props.onSaved();
-    } catch (err) {
-      setError(describe(err));
-    } finally {
-      setSaving(false);
-    }
-  }
-
   // Containers the key names that the bot has since left stay listed (by id) so they can be removed.
   const known = new Set((memberships ?? []).map((m) => m.id));
   const gone = [...containers].filter((id) => memberships !== null && !known.has(id));
 
-  return (
-    <form class="card form" aria-label={`Grants of ${prefix}…`} onSubmit={(e) => void save(e)}>
-      <h4>Grants of {prefix}…</h4>
-      <p class="muted">
-        Effective on the key's next request. Nothing picked or typed means no grant of that kind; with no
-        grant at all the key reaches what its scopes allow, with no guard rails.
-      </p>
-      {error !== null && (
-        <p class="error" role="alert">
-          {error}
-        </p>
-      )}
+  const fields = (
+    <>
       <ToolChecks
         legend="MCP tools the key may call (none picked: every tool)"
-        name="grant-tools"
+        name={`grant-tools-${idSuffix}`}
         value={tools}
         onChange={setTools}
       />
@@ -249,17 +219,17 @@ export function KeyGrantsEditor(props: {
           </div>
         )}
       </fieldset>
-      <label for={`per-hour-${props.apiKey.id}`}>Writes per hour (empty: no budget)</label>
+      <label for={`per-hour-${idSuffix}`}>Writes per hour (empty: no budget)</label>
       <input
-        id={`per-hour-${props.apiKey.id}`}
+        id={`per-hour-${idSuffix}`}
         type="number"
         min={1}
         value={perHour}
         onInput={(e) => setPerHour(e.currentTarget.value)}
       />
-      <label for={`per-day-${props.apiKey.id}`}>Writes per day (empty: no budget)</label>
+      <label for={`per-day-${idSuffix}`}>Writes per day (empty: no budget)</label>
       <input
-        id={`per-day-${props.apiKey.id}`}
+        id={`per-day-${idSuffix}`}
         type="number"
         min={1}
         value={perDay}
@@ -267,13 +237,13 @@ export function KeyGrantsEditor(props: {
       />
       <ToolChecks
         legend="Tools that need a human's approval"
-        name="grant-approval"
+        name={`grant-approval-${idSuffix}`}
         value={approval}
         onChange={setApproval}
       />
       <ToolChecks
         legend="Tools the agent's user must confirm (MCP clients that ask them)"
-        name="grant-confirm"
+        name={`grant-confirm-${idSuffix}`}
         value={confirm}
         onChange={setConfirm}
       />
@@ -302,6 +272,59 @@ export function KeyGrantsEditor(props: {
           onMinutes={setBurstMinutes}
         />
       </fieldset>
+    </>
+  );
+  return { fields, grants, error };
+}
+
+/**
+ * Edits the grants of one API key (PATCH /api/bots/{botId}/api-keys/{keyId}; docs/API.md "Agent
+ * grants"), with the fields of `useGrantsForm`; no grant at all clears them. Audited server-side.
+ */
+export function KeyGrantsEditor(props: {
+  botId: string;
+  apiKey: ApiKey;
+  onSaved(): Promise<void>;
+  onCancel(): void;
+}) {
+  const form = useGrantsForm(props.botId, props.apiKey.grants, props.apiKey.id);
+  const [error, setError] = useState<string | null>(null);
+  const [saving, setSaving] = useState(false);
+  const prefix = props.apiKey.key_prefix;
+  const shown = error ?? form.error;
+
+  async function save(e: Event) {
+    e.preventDefault();
+    setError(null);
+    setSaving(true);
+    try {
+      await ok(
+        api.PATCH('/api/bots/{botId}/api-keys/{keyId}', {
+          params: { path: { botId: props.botId, keyId: props.apiKey.id } },
+          body: { grants: form.grants() },
+        }),
+      );
+      await props.onSaved();
+    } catch (err) {
+      setError(describe(err));
+    } finally {
+      setSaving(false);
+    }
+  }
+
+  return (
+    <form class="card form" aria-label={`Grants of ${prefix}…`} onSubmit={(e) => void save(e)}>
+      <h4>Grants of {prefix}…</h4>
+      <p class="muted">
+        Effective on the key's next request. Nothing picked or typed means no grant of that kind; with no
+        grant at all the key reaches what its scopes allow, with no guard rails.
+      </p>
+      {shown !== null && (
+        <p class="error" role="alert">
+          {shown}
+        </p>
+      )}
+      {form.fields}
       <div class="buttons">
         <button type="submit" class="primary" disabled={saving}>
           Save grants
