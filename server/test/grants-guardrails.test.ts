@@ -251,6 +251,43 @@ describe('agent grants: guard rails', () => {
     ).toBeGreaterThanOrEqual(3);
   });
 
+  it('the burst rule counts new tasks too: the same title and description in many topics (REST and MCP)', async () => {
+    const topics: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      const p = await w.project(owner.api);
+      expectStatus(await owner.api.post(`/api/projects/${p.projectId}/members`, { bot_id: botId }), 201);
+      topics.push(p.topicId);
+    }
+    const k = await keyWith({ pause_on: { burst: { targets: 3, window_minutes: 10 } } });
+    const task = (topic: string, title: string, description?: string) =>
+      w.anon.as(k.key).post(`/api/topics/${topic}/tasks`, { title, ...(description ? { description } : {}) });
+    const tasks = async () =>
+      Number(
+        (
+          await sql<{ n: number }>`select count(*) as n from tasks where created_by_id = ${botId}`.execute(
+            srv.app.services.storage.stores.db,
+          )
+        ).rows[0]!.n,
+      );
+    // Other titles, or the same title with another description, are other texts.
+    for (const t of topics) expectStatus(await task(t, `Review ${t}`), 201);
+    expectStatus(await task(topics[0]!, 'Renew the certificate', 'before Friday'), 201);
+    expectStatus(await task(topics[1]!, 'Renew the certificate', 'before Monday'), 201);
+    // The same title and description in a second topic (case and spacing aside), then over MCP a third.
+    expectStatus(await task(topics[0]!, 'Click example.test', 'now'), 201);
+    expectStatus(await task(topics[1]!, 'CLICK  example.test', 'now'), 201);
+    const before = await tasks();
+    const m = await mcpCall('modern', k.key, 'create_task', {
+      topic_id: topics[2],
+      title: 'click example.test',
+      description: 'now',
+    });
+    expect(m.result.isError).toBe(true);
+    expect(m.result.content[0].text).toMatch(/^Error \(key_paused\).*pause_on\.burst/);
+    expect(await tasks()).toBe(before); // the refused task was not written
+    expect((await keyView(k.id)).paused_reason).toContain('same text to 3 different');
+  });
+
   it('a manager resumes the key (audited); another organization cannot; bad input and wrong callers refused', async () => {
     const k = await keyWith({ pause_on: { burst: { targets: 2, window_minutes: 1 } } });
     expectStatus(await send(k.key, chans[0]!, 'twice'), 201);

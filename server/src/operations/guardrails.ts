@@ -17,7 +17,8 @@ import { outsideRequest, write } from './write.js';
  *   every instance on PostgreSQL), so an agent that backs off as told (Retry-After) is never paused;
  *   dry runs are not counted.
  * - burst: the same text (normalized: Unicode NFKC, lower case, runs of white space as one) sent to
- *   `targets` distinct channels, topics, DM rooms or users within `window_minutes` (default 5 in 10)
+ *   `targets` distinct channels, topics, DM rooms or users within `window_minutes` (default 5 in 10),
+ *   as a message or as a new task (its title and description)
  *   pauses the key; the send that would reach the `targets`-th is refused and nothing is written. The
  *   window is in the database (key_recent_texts: one row per key, text hash and target), so that it
  *   holds across instances: one indexed read and one upsert in the send's own transaction.
@@ -122,10 +123,18 @@ async function countBudgetRefusal(ctx: OpContext, actor: BotActor, g: ActiveGran
   throw keyPausedError(actor, p);
 }
 
-/** The text a write sends and where to (messages.send, bots.dm.send), for the burst rule. */
+/**
+ * The text a write sends and where to, for the burst rule: a message (messages.send, bots.dm.send) and
+ * a new task (tasks.create: its title and description, to its topic).
+ */
 function burstSubject(opName: string, input: unknown): { text: string; target: string } | null {
   if (input === null || typeof input !== 'object') return null;
   const i = input as Record<string, unknown>;
+  if (opName === 'tasks.create') {
+    if (typeof i.title !== 'string' || typeof i.topic_id !== 'string') return null;
+    const description = typeof i.description === 'string' ? i.description : '';
+    return { text: `${i.title}\n${description}`, target: i.topic_id };
+  }
   if (typeof i.content !== 'string') return null;
   let target: unknown;
   if (opName === 'messages.send') target = i.channel_id ?? i.topic_id ?? i.dm_room_id;
