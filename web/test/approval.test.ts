@@ -102,15 +102,18 @@ describe('approval of an agent’s message', () => {
     expect(await seriousViolations(tab1)).toEqual([]);
     // Approve in both tabs at once: one message. The first approval's live update may take the second
     // tab's button away before its click lands; that click is then not made (the checks below hold).
-    const approveIn = async (p: Page) => {
+    const approveIn = async (p: Page): Promise<number> => {
       const button = card(p).getByRole('button', { name: 'Approve' });
       try {
         await button.click({ timeout: 5_000 });
+        return 1;
       } catch (err) {
         if ((await button.count()) > 0) throw err;
+        return 0;
       }
     };
-    await Promise.all([approveIn(tab1), approveIn(tab2)]);
+    const made = (await Promise.all([approveIn(tab1), approveIn(tab2)])).reduce((a, b) => a + b, 0);
+    expect(made).toBeGreaterThanOrEqual(1);
     for (const p of [tab1, tab2]) {
       await card(p)
         .getByText(/Approved by .* done\./)
@@ -118,7 +121,8 @@ describe('approval of an agent’s message', () => {
       expect(await card(p).getByRole('button', { name: 'Approve' }).count()).toBe(0);
     }
     expect(await posted(content)).toHaveLength(1);
-    // Both clicks reached the server (two action.invoked for the card), and still one message.
+    // Every click made reached the server (an action.invoked each: two when the second tab clicked
+    // before the first approval's update took its button away), and still one message.
     const cardId = (
       expectStatus(await owner.api.get(`/api/dm-rooms/${room}/messages`), 200).items as any[]
     ).find((m) => m.content.includes(pendingId)).id;
@@ -128,7 +132,9 @@ describe('approval of an agent’s message', () => {
     }>`select count(*) as n from events where type = 'action.invoked' and data like ${`%${cardId}%`}`.execute(
       db,
     );
-    expect(Number(clicks.rows[0]!.n)).toBe(2);
+    // (At most `made`: a click Playwright made as the update replaced the card may land on nothing.)
+    expect(Number(clicks.rows[0]!.n)).toBeGreaterThanOrEqual(1);
+    expect(Number(clicks.rows[0]!.n)).toBeLessThanOrEqual(made);
 
     await withSdkClient(server.url, key, async (client) => {
       const r: any = await client.callTool({
