@@ -275,8 +275,13 @@ export function Chat({ shell }: { shell: Shell }) {
       status: (s) => {
         setLive(s);
         // Whatever came between the room's first load (or the last poll) and the socket's start is
-        // not replayed on a first connection (it starts at the server's position): load it now.
-        if (s === 'live') void state.refresh().catch(() => undefined);
+        // not replayed on a first connection (it starts at the server's position): load it now, and
+        // the unread counts too (messages posted between GET /api/unread and the socket's start were
+        // never counted: a browser test saw "2 unread" never come, once in CI).
+        if (s === 'live') {
+          void state.refresh().catch(() => undefined);
+          unread.reload();
+        }
       },
       unauthorized: () => void ok(api.GET('/api/auth/me')).catch(() => undefined), // a 401 ends the session
     });

@@ -29,7 +29,8 @@ const kindOf = { channel: 'channel', topic: 'topic', dm_room: 'dm' } as const;
 
 /**
  * Server-side unread state (docs/API.md, "Unread state"): counts come from GET /api/unread when the
- * chat opens, when the window gets the focus back and after the live connection had to reset; live
+ * chat opens, when the live connection comes up (what came before its start is not replayed), when
+ * the window gets the focus back and after the live connection had to reset; live
  * messages in rooms that are not open add one; opening a room clears it and marks it read on the server
  * up to its newest message, so every browser and device of the person agrees — live: the server pushes
  * `read_marker.updated` to the person's own connections, and their other tabs take its count.
@@ -38,15 +39,30 @@ export function useUnread(): Unread {
   const [counts, setCounts] = useState<Map<string, number>>(new Map());
   const marked = useRef(new Map<string, string>());
   const seq = useRef(0);
+  /** A reload is on its way, and live messages were counted meanwhile (its answer may not hold them). */
+  const loading = useRef(false);
+  const bumpedMeanwhile = useRef(false);
 
   const reload = useCallback(() => {
-    const mine = ++seq.current;
-    ok(api.GET('/api/unread'))
-      .then((r) => {
-        if (mine !== seq.current) return; // a later reload answers instead
-        setCounts(new Map(r.items.map((i) => [`${kindOf[i.container_type]}:${i.container_id}`, i.unread])));
-      })
-      .catch(() => undefined); // the sidebar keeps what it had; the chat shows connection problems itself
+    // Its answer replaces the counts: a message counted live while it was on its way, but read by
+    // the server before it committed, would be lost (a browser test saw "1 unread" for two). Then
+    // it is read once more (at most twice), after those messages.
+    const load = (followUps: number) => {
+      const mine = ++seq.current;
+      loading.current = true;
+      bumpedMeanwhile.current = false;
+      ok(api.GET('/api/unread'))
+        .then((r) => {
+          if (mine !== seq.current) return; // a later reload answers instead
+          loading.current = false;
+          setCounts(new Map(r.items.map((i) => [`${kindOf[i.container_type]}:${i.container_id}`, i.unread])));
+          if (bumpedMeanwhile.current && followUps > 0) load(followUps - 1);
+        })
+        .catch(() => {
+          if (mine === seq.current) loading.current = false;
+        }); // the sidebar keeps what it had; the chat shows connection problems itself
+    };
+    load(2);
   }, []);
 
   useEffect(() => {
@@ -57,6 +73,7 @@ export function useUnread(): Unread {
   }, []);
 
   const bump = useCallback((key: string) => {
+    if (loading.current) bumpedMeanwhile.current = true;
     setCounts((c) => new Map(c).set(key, Math.min(UNREAD_CAP, (c.get(key) ?? 0) + 1)));
   }, []);
 
