@@ -28,7 +28,7 @@ import * as m0020 from './migrations/0020_pending_actions.js';
 import * as m0021 from './migrations/0021_key_guardrails.js';
 import * as m0022 from './migrations/0022_command_forwards.js';
 import { startCheckpointer, type Checkpointer } from './sqlite-checkpointer.js';
-import { useNamedStatements } from './pg-statements.js';
+import { useNamedStatements, type PgTypes } from './pg-statements.js';
 import { engineDialect, SqliteEngine } from './sqlite-engine.js';
 import { PgReaders } from './pg-readers.js';
 import { SqliteReaders, type Readers } from './sqlite-readers.js';
@@ -159,7 +159,7 @@ export function openSqlite(
 
 // 64-bit integers (bigint, bigserial, count(*)) arrive as strings by default; our values fit in a double.
 const PG_INT8 = 20;
-const pgTypes = {
+const pgTypes: PgTypes = {
   getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
     oid === PG_INT8 ? (v: string) => Number(v) : pg.types.getTypeParser(oid, format as 'text')) as never,
 };
@@ -206,7 +206,7 @@ export async function openPostgres(
     types: pgTypes,
     ...sessionOptions(pgOptions, schema),
   });
-  if (namedStatements) useNamedStatements(pool);
+  if (namedStatements) useNamedStatements(pool, pgTypes);
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
   const readers = new PgReaders(
     new pg.Pool({

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import type pg from 'pg';
+import pgUtils from 'pg/lib/utils.js';
 
 /**
  * Named (server-side prepared) statements on PostgreSQL for the hot SQL of `stores/prepared.ts`: each
@@ -14,15 +15,221 @@ export function namePgStatement(sql: string): void {
 }
 
 type Query = (...args: unknown[]) => unknown;
+type TypeParser = (value: string) => unknown;
+/** What `pg.Pool`'s `types` option holds (database.ts `pgTypes`). */
+export interface PgTypes {
+  getTypeParser(oid: number, format?: 'text' | 'binary'): TypeParser;
+}
 
-/** Makes the pool's clients run registered SQL as named statements. */
-export function useNamedStatements(pool: pg.Pool): void {
+/** The result columns of a named statement: names, and the parser of each column's type. */
+interface RowShape {
+  names: string[];
+  parsers: TypeParser[];
+}
+const NO_ROWS: RowShape = { names: [], parsers: [] };
+
+/** The parts of pg's `Connection` (protocol writer) a query submits through; pg-cursor uses the same. */
+interface PgConnection {
+  parsedStatements: Record<string, string | undefined>;
+  submittedNamedStatements: Record<string, string | undefined>;
+  stream: { cork?: () => void; uncork?: () => void };
+  parse(q: { text: string; name: string; types: unknown[] }): void;
+  bind(c: {
+    portal: string;
+    statement: string;
+    values: unknown[];
+    valueMapper: (v: unknown) => unknown;
+  }): void;
+  describe(m: { type: 'P'; name: string }): void;
+  execute(c: { portal: string; rows: number }): void;
+  close(m: { type: 'S'; name: string }): void;
+  sync(): void;
+  sendCopyFail(message: string): void;
+}
+
+interface RowDescription {
+  fields: { name: string; dataTypeID: number; format: string }[];
+}
+
+/** pg's answer to `client.query`, as Kysely and pg-deferred-transaction read it. */
+interface NamedResult {
+  command: string;
+  rowCount: number | null;
+  rows: Record<string, unknown>[];
+}
+
+const COMMAND_TAG = /^([A-Za-z]+)(?: (\d+))?(?: (\d+))?/;
+
+/**
+ * One execution of a named statement, as a pg "submittable" (the documented extension point that
+ * pg-cursor and pg-query-stream use): bind and execute, with parse only the first time on a connection
+ * and describe only until the connection knows the statement's columns. It replaces pg's own `Query`
+ * on the hot path, whose per-call costs a profile of POST on PostgreSQL showed (bench/notes/
+ * post-pg-profile.md, 2026-12-01): the query config copied with property descriptors (2.4 % of the
+ * server's busy time), the columns described and set up again for every call (`Result.addFields` 3.7 %,
+ * building a null-prototype template) and rows copied from that template by spread, which leaves them
+ * in dictionary mode for every reader after. Here a connection describes a statement once and rows are
+ * plain objects that all share one shape.
+ *
+ * The answer is the same as pg's: `{ command, rowCount, rows }`, columns parsed by the pool's types,
+ * a later column of the same name replacing an earlier one, errors from PostgreSQL as pg's
+ * `DatabaseError` (they come through the client unchanged).
+ */
+class NamedStatementQuery {
+  readonly rows: Record<string, unknown>[] = [];
+  command = '';
+  rowCount: number | null = null;
+  #shape: RowShape | undefined;
+  #described = false;
+  #rowError: unknown;
+
+  constructor(
+    readonly name: string,
+    readonly text: string,
+    readonly values: unknown[],
+    private readonly shapes: Map<string, RowShape>,
+    private readonly types: PgTypes,
+    public callback: (err: unknown, result?: NamedResult) => void,
+  ) {
+    this.#shape = shapes.get(name);
+  }
+
+  submit(connection: PgConnection): null {
+    connection.stream.cork?.();
+    try {
+      if (
+        connection.parsedStatements[this.name] === undefined &&
+        connection.submittedNamedStatements[this.name] === undefined
+      ) {
+        connection.parse({ text: this.text, name: this.name, types: [] });
+        connection.submittedNamedStatements[this.name] = this.text;
+        // A statement parsed again (after an error) is described again.
+        this.#shape = undefined;
+      }
+      try {
+        connection.bind({
+          portal: '',
+          statement: this.name,
+          values: this.values,
+          valueMapper: pgUtils.prepareValue,
+        });
+      } catch (err) {
+        // A value pg cannot send: nothing was executed. As pg's Query: close and sync, then fail.
+        connection.close({ type: 'S', name: this.name });
+        connection.sync();
+        this.handleError(err);
+        return null;
+      }
+      if (this.#shape === undefined) {
+        connection.describe({ type: 'P', name: '' });
+        this.#described = true;
+      }
+      connection.execute({ portal: '', rows: 0 });
+      connection.sync();
+    } finally {
+      connection.stream.uncork?.();
+    }
+    return null;
+  }
+
+  handleRowDescription(msg: RowDescription): void {
+    const names = msg.fields.map((f) => f.name);
+    const parsers = msg.fields.map((f) =>
+      this.types.getTypeParser(f.dataTypeID, f.format === 'binary' ? 'binary' : 'text'),
+    );
+    this.#shape = { names, parsers };
+  }
+
+  handleDataRow(msg: { fields: (string | null)[] }): void {
+    if (this.#rowError !== undefined) return;
+    const shape = this.#shape;
+    if (shape === undefined) {
+      this.#rowError = new Error(`rows without a description for statement ${this.name}`);
+      return;
+    }
+    const row: Record<string, unknown> = {};
+    const { names, parsers } = shape;
+    const fields = msg.fields;
+    try {
+      for (let i = 0; i < fields.length; i++) {
+        const raw = fields[i];
+        row[names[i]!] = raw === null || raw === undefined ? null : parsers[i]!(raw);
+      }
+    } catch (err) {
+      this.#rowError = err;
+      return;
+    }
+    this.rows.push(row);
+  }
+
+  handleCommandComplete(msg: { text: string }): void {
+    const m = COMMAND_TAG.exec(msg.text);
+    if (m) {
+      this.command = m[1]!;
+      const count = m[3] ?? m[2];
+      if (count !== undefined) this.rowCount = Number(count);
+    }
+    // Described and answered with no columns (an INSERT without RETURNING): remember that too.
+    if (this.#described && this.#shape === undefined) this.#shape = NO_ROWS;
+  }
+
+  handleEmptyQuery(): void {}
+
+  handlePortalSuspended(): void {}
+
+  handleCopyInResponse(connection: PgConnection): void {
+    connection.sendCopyFail('No source stream defined');
+  }
+
+  handleCopyData(): void {}
+
+  handleError(err: unknown): void {
+    // The statement may have failed because its columns changed: describe it again next time.
+    this.shapes.delete(this.name);
+    this.callback(err);
+  }
+
+  handleReadyForQuery(): void {
+    if (this.#rowError !== undefined) {
+      this.handleError(this.#rowError);
+      return;
+    }
+    if (this.#described && this.#shape !== undefined) this.shapes.set(this.name, this.#shape);
+    this.callback(null, { command: this.command, rowCount: this.rowCount, rows: this.rows });
+  }
+}
+
+/** Makes the pool's clients run registered SQL as named statements (see `NamedStatementQuery`). */
+export function useNamedStatements(pool: pg.Pool, types: PgTypes): void {
   pool.on('connect', (client) => {
     const query = client.query.bind(client) as Query;
+    // The columns of each statement this connection has described (a connection's statements are its own).
+    const shapes = new Map<string, RowShape>();
     (client as unknown as { query: Query }).query = (text: unknown, values?: unknown, cb?: unknown) => {
       const name = typeof text === 'string' ? NAMES.get(text) : undefined;
-      if (name !== undefined && cb === undefined) return query({ name, text, values });
-      return query(text, values, cb);
+      if (
+        name === undefined ||
+        (values !== undefined && !Array.isArray(values)) ||
+        (cb !== undefined && typeof cb !== 'function')
+      ) {
+        return query(text, values, cb);
+      }
+      const run = (callback: (err: unknown, result?: NamedResult) => void) =>
+        query(
+          new NamedStatementQuery(
+            name,
+            text as string,
+            (values as unknown[] | undefined) ?? [],
+            shapes,
+            types,
+            callback,
+          ),
+        );
+      // pg-pool's own `pool.query` passes a callback; Kysely awaits the promise.
+      if (typeof cb === 'function') return void run(cb as (err: unknown, result?: NamedResult) => void);
+      return new Promise<NamedResult>((resolve, reject) => {
+        run((err, res) => (err === null ? resolve(res!) : reject(err as Error)));
+      });
     };
   });
 }
