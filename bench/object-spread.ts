@@ -1,5 +1,6 @@
 /**
- * Why domain/objects.ts `withFields` exists (and the "spread first" lint rule): on Node.js 20 (V8 11.3)
+ * V8 slow paths on the request path. Why domain/objects.ts `withFields` exists (and the "spread first"
+ * lint rule): on Node.js 20 (V8 11.3)
  * an object literal that starts with a spread and then adds properties the spread object lacks takes a
  * slow path (a hidden class of its own for every copy). Each row: ns per copy of a fresh 4-field
  * object (as a row or a context is) with 3 fields added, and its ratio to `withFields`.
@@ -60,3 +61,23 @@ for (const [name] of ways)
   console.log(
     `  ${name.padEnd(52)} ${best.get(name)!.toFixed(0).padStart(6)} ns   ${(best.get(name)! / base).toFixed(1)}× withFields`,
   );
+
+// The committed-read cache (storage/sqlite-engine.ts) hands each caller a copy of a cached result's
+// array of frozen rows. Copying a frozen array takes V8's slow path.
+const rowsOf = () => [Object.freeze({ key_id: 'k', bot_id: 'b', scopes: '[]', is_member: 1 })];
+const arrays: [string, unknown[]][] = [
+  ['array frozen too', Object.freeze(rowsOf()) as unknown[]],
+  ['array not frozen (what the cache keeps)', rowsOf()],
+];
+console.log(`\nCopying a cached result's array of one frozen row (.slice(), best of ${ROUNDS} × ${N})`);
+for (const [name, arr] of arrays) {
+  let bestNs = Infinity;
+  for (let r = 0; r < ROUNDS; r++) {
+    let n = 0;
+    const start = process.hrtime.bigint();
+    for (let i = 0; i < N; i++) n += arr.slice().length;
+    bestNs = Math.min(bestNs, Number(process.hrtime.bigint() - start) / N);
+    if (n !== N) throw new Error('unreachable');
+  }
+  console.log(`  ${name.padEnd(52)} ${bestNs.toFixed(0).padStart(6)} ns`);
+}

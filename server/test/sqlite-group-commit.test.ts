@@ -216,6 +216,10 @@ describe.skipIf(Boolean(process.env.DATABASE_URL))('SQLite committed-read cache'
       expect(() => {
         cached.rows[0]!.name = 'changed';
       }).toThrow(TypeError);
+      // Each caller has an array of its own: emptying or reordering it leaves the cached result whole.
+      read().rows.length = 0;
+      cached.rows.reverse().push({ name: 'added' });
+      expect(read().rows).toEqual([{ id: org.id, name: 'Acme' }]);
       const now = nowIso();
       const channelId = newId();
       await storage.stores.containers.createChannel({
