@@ -14,25 +14,58 @@ let pool = Buffer.alloc(0);
 let offset = 0;
 let lastMs = -1;
 let counter = 0;
+/** `lastMs` as the id's first two groups and the version digit, made again only when it changes. */
+let prefixMs = -1;
+let prefix = '';
+const HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, '0'));
+
+/**
+ * Written for speed: two ids a message, 1.6 % of a POST's profile when an id took ~1.7 µs; now ~0.35 µs
+ * (300,000 in a loop, Node 20). The timestamp's hex is made once a millisecond, from two 24-bit halves
+ * (`toString(16)` of a number past 2^31 takes V8's slow path: bench/object-spread.ts), and the random
+ * bytes are read from the pool in place, their hex from a table (no Buffer view, no hex string to cut).
+ */
 export function newId(): string {
   if (offset + 10 > pool.length) {
     pool = randomBytes(10 * 256);
     offset = 0;
   }
-  const r = pool.subarray(offset, offset + 10);
+  const r = pool;
+  const o = offset;
   offset += 10;
   const now = Date.now();
   if (now > lastMs) {
     lastMs = now;
-    counter = ((r[0]! << 8) | r[1]!) & 0x7ff;
+    counter = ((r[o]! << 8) | r[o + 1]!) & 0x7ff;
   } else if (++counter > 0xfff) {
     lastMs += 1;
-    counter = ((r[0]! << 8) | r[1]!) & 0x7ff;
+    counter = ((r[o]! << 8) | r[o + 1]!) & 0x7ff;
   }
-  const hex = lastMs.toString(16).padStart(12, '0');
-  const rand = r.toString('hex'); // 20 hex digits; the first 4 gave the counter's start
-  const variant = ((parseInt(rand.slice(4, 5), 16) & 0x3) | 0x8).toString(16);
-  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-7${counter.toString(16).padStart(3, '0')}-${variant}${rand.slice(5, 8)}-${rand.slice(8, 20)}`;
+  if (lastMs !== prefixMs) {
+    prefixMs = lastMs;
+    const hex =
+      Math.floor(lastMs / 0x1000000)
+        .toString(16)
+        .padStart(6, '0') + (lastMs % 0x1000000).toString(16).padStart(6, '0');
+    prefix = `${hex.slice(0, 8)}-${hex.slice(8, 12)}-7`;
+  }
+  // Bytes 0-1 gave the counter's start; the variant takes 2 bits of byte 2, the rest is random.
+  const variant = (((r[o + 2]! >> 4) & 0x3) | 0x8).toString(16);
+  return (
+    prefix +
+    counter.toString(16).padStart(3, '0') +
+    '-' +
+    variant +
+    (r[o + 2]! & 0xf).toString(16) +
+    HEX[r[o + 3]!]! +
+    '-' +
+    HEX[r[o + 4]!]! +
+    HEX[r[o + 5]!]! +
+    HEX[r[o + 6]!]! +
+    HEX[r[o + 7]!]! +
+    HEX[r[o + 8]!]! +
+    HEX[r[o + 9]!]!
+  );
 }
 
 /** Current time as an ISO-8601 UTC timestamp with milliseconds (fixed width, so it sorts as text). */
