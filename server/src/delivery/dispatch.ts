@@ -164,6 +164,7 @@ export class Dispatcher {
     };
     return {
       admit,
+      // eslint-disable-next-line no-restricted-syntax -- one a claim (not per delivery): ~1 µs, not worth a class
       get refusedForShare() {
         return refusedForShare;
       },

@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Logger } from 'pino';
 import { AppError, isAppError } from '../../domain/errors.js';
 import {
   authenticate,
@@ -26,6 +25,7 @@ import { Router } from './router.js';
 import { isWebPath, serveStatic } from './static.js';
 import { isOpRoute, type OpRoute, type RequestContext, type Route } from './types.js';
 import { withFields } from '../../domain/objects.js';
+import { HttpRequestContext } from '../kit/request-context.js';
 
 const REQUEST_ID_RE = /^[\w.:-]{1,128}$/;
 /**
@@ -224,7 +224,7 @@ export function createHttpHandler(services: Services, routes: Route[]): HttpHand
     res.setHeader('x-request-id', requestId);
     res.setHeader('x-content-type-options', 'nosniff');
     const plain = req.url !== undefined && PLAIN_PATH_RE.test(req.url);
-    let parsed: URL | null | undefined = plain ? undefined : parseRequestTarget(req.url);
+    const parsed: URL | null | undefined = plain ? undefined : parseRequestTarget(req.url);
     const pathname = plain ? req.url! : parsed?.pathname;
     // Metrics (docs/METRICS.md): by the route's template, never the raw path, so series stay bounded.
     let route: string = pathname === undefined ? '(invalid)' : '(unmatched)';
@@ -239,20 +239,15 @@ export function createHttpHandler(services: Services, routes: Route[]): HttpHand
         ),
       );
     }
-    let log: Logger | undefined; // the per-request child logger is made only when something logs
-    const rc: RequestContext = {
+    // The URL and the per-request child logger are made only when something asks for them.
+    const rc: RequestContext = new HttpRequestContext(
       req,
       res,
-      get url() {
-        return (parsed ??= parseRequestTarget(req.url)) ?? new URL('http://localhost/');
-      },
-      params: {},
       requestId,
       services,
-      get log() {
-        return (log ??= services.log.child({ reqId: requestId }));
-      },
-    };
+      parsed,
+      parseRequestTarget,
+    );
 
     if (services.log.isLevelEnabled('info')) {
       res.on('finish', () => {
