@@ -34,6 +34,24 @@ export function outsideGrant(actor: Actor, ...ids: (string | null | undefined)[]
 }
 
 /**
+ * The channel's own columns, without the `is_member` its read adds: an explicit literal, since object
+ * rest (`const { is_member, ...row } = ch`) costs ~2 µs a request on Node 20 (1 % of a POST's profile).
+ */
+function channelRow(ch: ChannelRow): ChannelRow {
+  return {
+    id: ch.id,
+    org_id: ch.org_id,
+    name: ch.name,
+    description: ch.description,
+    is_private: ch.is_private,
+    created_by: ch.created_by,
+    created_at: ch.created_at,
+    updated_at: ch.updated_at,
+    archived_at: ch.archived_at ?? null,
+  } satisfies Required<ChannelRow>; // a column added to ChannelRow must be added here
+}
+
+/**
  * Channels: bots reach only channels they are members of. Users read public channels of their
  * organization and private ones they belong to; posting needs membership. Organization admins read
  * and manage every channel of their organization.
@@ -49,7 +67,8 @@ export async function loadChannel(
   const ch =
     preloaded?.id === id ? preloaded.row : await stores.containers.getChannelFor(id, actorRef(actor));
   if (!ch || !inOrg(actor, ch.org_id) || outsideGrant(actor, id)) throw notFound('Channel');
-  const { is_member, ...row } = ch;
+  const is_member = ch.is_member;
+  const row = channelRow(ch);
   if (!is_member && !isOrgAdmin(actor, ch.org_id) && !(actor.kind === 'user' && ch.is_private === 0))
     throw notFound('Channel');
   if (access === 'read') return row;

@@ -59,11 +59,14 @@ export class Router<T> {
       if (found && found.handlers.size > 0) return found;
     }
     if (node.param) {
-      let value: string;
-      try {
-        value = decodeURIComponent(seg);
-      } catch {
-        return null;
+      let value = seg;
+      // decodeURIComponent costs ~0.5 µs even on a segment with nothing to decode (an id, on every request).
+      if (seg.includes('%')) {
+        try {
+          value = decodeURIComponent(seg);
+        } catch {
+          return null;
+        }
       }
       const found = this.#walk(node.param.node, segs, i + 1, params);
       if (found) {
