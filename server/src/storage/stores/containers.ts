@@ -90,6 +90,25 @@ export function channelSelections(memberType: MemberType, memberIdColumn: string
   ];
 }
 
+/**
+ * A channel's own columns as one object literal (without an `is_member` a read added). Rows from the
+ * SQLite committed-read cache are frozen, and V8 (Node 20) copies a frozen object by spread or rest
+ * ~8× slower than a plain one (366 against 45 ns; bench/object-spread.ts): reading its fields is not.
+ */
+export function channelRowOf(c: ChannelRow): ChannelRow {
+  return {
+    id: c.id,
+    org_id: c.org_id,
+    name: c.name,
+    description: c.description,
+    is_private: c.is_private,
+    created_by: c.created_by,
+    created_at: c.created_at,
+    updated_at: c.updated_at,
+    archived_at: c.archived_at ?? null,
+  } satisfies Required<ChannelRow>; // a column added to ChannelRow must be added here
+}
+
 /** The channel a row selected with `channelSelections` carries; undefined when there is no such channel. */
 export function channelOfRow(row: ChannelColumns): ChannelForMember | undefined {
   if (row.ch_id === null || row.ch_id === undefined) return undefined;
@@ -300,7 +319,10 @@ export class ContainerStore {
   /** The channel and whether `m` is a member of it, in one query. */
   async getChannelFor(id: string, m: MemberRef): Promise<ChannelForMember | undefined> {
     const row = (await GET_CHANNEL_FOR(this.db, id, m.type, m.id)).rows[0];
-    return row && { ...row, is_member: Boolean(row.is_member) };
+    if (!row) return undefined;
+    const channel = channelRowOf(row) as ChannelForMember;
+    channel.is_member = Boolean(row.is_member);
+    return channel;
   }
 
   /** The topic and whether `m` is a member of its project, in one query. */
