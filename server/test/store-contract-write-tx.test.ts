@@ -186,6 +186,26 @@ describe(`store contract: write transactions (${dialectName()})`, () => {
       sql: 'with w0 as (insert into a (x, y) values ($1, $2)), w1 as (insert into b (x) values ($3)) insert into c (x, y, z) values ($4, $5, $6)',
       parameters: [1, 2, 3, 4, 5, 6],
     });
+    // The text is made once per sequence of texts; the parameters are each call's own.
+    expect(
+      combineStatements([
+        { sql: 'insert into a (x, y) values ($1, $2)', parameters: [7, 8] },
+        { sql: 'insert into b (x) values ($1)', parameters: [9] },
+        { sql: 'insert into c (x, y, z) values ($1, $2, $3)', parameters: [10, 11, 12] },
+      ]),
+    ).toEqual({
+      sql: 'with w0 as (insert into a (x, y) values ($1, $2)), w1 as (insert into b (x) values ($3)) insert into c (x, y, z) values ($4, $5, $6)',
+      parameters: [7, 8, 9, 10, 11, 12],
+    });
+    expect(
+      combineStatements([
+        { sql: 'insert into b (x) values ($1)', parameters: [1] },
+        { sql: 'insert into a (x, y) values ($1, $2)', parameters: [2, 3] },
+      ]),
+    ).toEqual({
+      sql: 'with w0 as (insert into b (x) values ($1)) insert into a (x, y) values ($2, $3)',
+      parameters: [1, 2, 3],
+    });
     const one = { sql: 'insert into a (x) values ($1)', parameters: ['v'] };
     expect(combineStatements([one])).toBe(one);
   });
