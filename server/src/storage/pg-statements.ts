@@ -1,6 +1,5 @@
 import { createHash } from 'node:crypto';
-import type pg from 'pg';
-import pgUtils from 'pg/lib/utils.js';
+import pg from 'pg';
 
 /**
  * Named (server-side prepared) statements on PostgreSQL for the hot SQL of `stores/prepared.ts`: each
@@ -61,6 +60,14 @@ interface NamedResult {
 const COMMAND_TAG = /^([A-Za-z]+)(?: (\d+))?(?: (\d+))?/;
 
 /**
+ * node-postgres's conversion of a value for the wire (Dates, arrays, Buffers, objects as JSON), the one
+ * its own Query binds with: `pg.utils` at run time, which @types/pg does not declare.
+ */
+const prepareValue = (pg as unknown as { utils: { prepareValue: (value: unknown) => unknown } }).utils
+  .prepareValue;
+if (typeof prepareValue !== 'function') throw new Error('pg.utils.prepareValue is missing: pg changed');
+
+/**
  * One execution of a named statement, as a pg "submittable" (the documented extension point that
  * pg-cursor and pg-query-stream use): bind and execute, with parse only the first time on a connection
  * and describe only until the connection knows the statement's columns. It replaces pg's own `Query`
@@ -111,7 +118,7 @@ class NamedStatementQuery {
           portal: '',
           statement: this.name,
           values: this.values,
-          valueMapper: pgUtils.prepareValue,
+          valueMapper: prepareValue,
         });
       } catch (err) {
         // A value pg cannot send: nothing was executed. As pg's Query: close and sync, then fail.
