@@ -41,7 +41,6 @@ interface PgConnection {
   }): void;
   describe(m: { type: 'P'; name: string }): void;
   execute(c: { portal: string; rows: number }): void;
-  close(m: { type: 'S'; name: string }): void;
   sync(): void;
   sendCopyFail(message: string): void;
 }
@@ -88,7 +87,9 @@ class NamedStatementQuery {
   rowCount: number | null = null;
   #shape: RowShape | undefined;
   #described = false;
-  #rowError: unknown;
+  /** An error to answer at ReadyForQuery: a value pg could not send, or a row that did not parse. */
+  #failure: unknown;
+  #answered = false;
 
   constructor(
     readonly name: string,
@@ -121,10 +122,11 @@ class NamedStatementQuery {
           valueMapper: prepareValue,
         });
       } catch (err) {
-        // A value pg cannot send: nothing was executed. As pg's Query: close and sync, then fail.
-        connection.close({ type: 'S', name: this.name });
+        // A value pg cannot send: nothing is executed. The statement stays as it is (pg's Query closes
+        // it here while its connection still counts it as parsed, so the next call of that statement
+        // on the connection fails); the error is answered at the ReadyForQuery that the sync brings.
+        this.#failure = err;
         connection.sync();
-        this.handleError(err);
         return null;
       }
       if (this.#shape === undefined) {
@@ -148,10 +150,10 @@ class NamedStatementQuery {
   }
 
   handleDataRow(msg: { fields: (string | null)[] }): void {
-    if (this.#rowError !== undefined) return;
+    if (this.#failure !== undefined) return;
     const shape = this.#shape;
     if (shape === undefined) {
-      this.#rowError = new Error(`rows without a description for statement ${this.name}`);
+      this.#failure = new Error(`rows without a description for statement ${this.name}`);
       return;
     }
     const row: Record<string, unknown> = {};
@@ -163,7 +165,7 @@ class NamedStatementQuery {
         row[names[i]!] = raw === null || raw === undefined ? null : parsers[i]!(raw);
       }
     } catch (err) {
-      this.#rowError = err;
+      this.#failure = err;
       return;
     }
     this.rows.push(row);
@@ -193,16 +195,23 @@ class NamedStatementQuery {
   handleError(err: unknown): void {
     // The statement may have failed because its columns changed: describe it again next time.
     this.shapes.delete(this.name);
-    this.callback(err);
+    this.#answer(err);
+  }
+
+  /** Answers once: an error answered is not followed by the ReadyForQuery's result. */
+  #answer(err: unknown, result?: NamedResult): void {
+    if (this.#answered) return;
+    this.#answered = true;
+    this.callback(err, result);
   }
 
   handleReadyForQuery(): void {
-    if (this.#rowError !== undefined) {
-      this.handleError(this.#rowError);
+    if (this.#failure !== undefined) {
+      this.handleError(this.#failure);
       return;
     }
     if (this.#described && this.#shape !== undefined) this.shapes.set(this.name, this.#shape);
-    this.callback(null, { command: this.command, rowCount: this.rowCount, rows: this.rows });
+    this.#answer(null, { command: this.command, rowCount: this.rowCount, rows: this.rows });
   }
 }
 
