@@ -169,9 +169,10 @@ export class SqliteEngine {
    * and events (measured: bench/notes/post-sqlite-profile.md). Another process writing to the file is
    * noticed within a millisecond (`#noticeOtherWriters`) and empties the cache. No query of ours asks
    * SQLite for the time or a random value. So an entry is what the query would return now. Rows are
-   * frozen: they are shared by every caller; each caller gets its own copy of the array (the cached array
-   * is not frozen: V8 copies a frozen array ~15× slower, 700 against 40 ns, 1.5 % of a POST). (A read whose arguments change on every call, a timestamp
-   * say, would only churn it: compare times in code instead, as `findByToken` does.)
+   * frozen: they are shared by every caller; each caller gets its own copy of the array (the cached
+   * array is not frozen: V8 copies a frozen array ~15× slower, 700 against 40 ns, 1.5 % of a POST).
+   * (A read whose arguments change on every call, a timestamp say, would only churn it: compare times
+   * in code instead, as `findByToken` does.)
    */
   readonly #results = new Map<string, CachedResult>();
   /** Keys of the cached results by table read (`ANY_TABLE`: results whose tables are not known). */
