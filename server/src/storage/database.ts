@@ -27,6 +27,7 @@ import * as m0019 from './migrations/0019_key_grants.js';
 import * as m0020 from './migrations/0020_pending_actions.js';
 import * as m0021 from './migrations/0021_key_guardrails.js';
 import * as m0022 from './migrations/0022_command_forwards.js';
+import * as m0023 from './migrations/0023_due_deliveries.js';
 import { startCheckpointer, type Checkpointer } from './sqlite-checkpointer.js';
 import { useNamedStatements, type PgTypes } from './pg-statements.js';
 import { engineDialect, SqliteEngine } from './sqlite-engine.js';
@@ -89,6 +90,7 @@ const MIGRATIONS: Record<string, MigrationUp> = {
   '0020_pending_actions': m0020.up,
   '0021_key_guardrails': m0021.up,
   '0022_command_forwards': m0022.up,
+  '0023_due_deliveries': m0023.up,
 };
 
 /**
