@@ -138,6 +138,53 @@ describe('MCP structured tool results', () => {
     expect(ajv.getValidator(schema)(r.body.result.structuredContent).valid).toBe(true);
   });
 
+  // read_messages keeps each listed message's JSON between calls (transports/mcp/listed-json.ts): what a
+  // client reads after an edit, a reaction, a deletion or a new message must be the change, every time.
+  it('read_messages again after an edit, a reaction, a deletion and a new message: structuredContent is the REST body each time', async () => {
+    const admin = w.admin.api;
+    const room = await w.channel(admin, { name: uniq('relisted') });
+    expectStatus(await admin.post(`/api/channels/${room}/members`, { bot_id: bot.id }), 201);
+    const posted = [];
+    for (let i = 0; i < 3; i++)
+      posted.push(
+        expectStatus(await admin.post(`/api/channels/${room}/messages`, { content: `m${i}` }), 201),
+      );
+    const sid = await rawSessionAt('2025-06-18');
+    let id = 10;
+    const both = async () => {
+      const r = await rawMcp(srv.url, {
+        key: bot.key,
+        session: sid,
+        headers: { 'mcp-protocol-version': '2025-06-18' },
+        body: {
+          jsonrpc: '2.0',
+          id: id++,
+          method: 'tools/call',
+          params: { name: 'read_messages', arguments: { channel_id: room, limit: 10 } },
+        },
+      });
+      const rest = expectStatus(await admin.get(`/api/channels/${room}/messages?limit=10`), 200);
+      expect(r.body.result.structuredContent).toEqual({ items: rest.items });
+      return r.body.result.structuredContent.items as {
+        id: string;
+        content: string;
+        edited_at: string | null;
+        reactions: { emoji: string; count: number }[];
+      }[];
+    };
+    expect((await both()).map((m) => m.content)).toEqual(['m2', 'm1', 'm0']);
+    expect((await both()).map((m) => m.content)).toEqual(['m2', 'm1', 'm0']);
+    expectStatus(await admin.put(`/api/messages/${posted[1].id}`, { content: 'm1 edited' }), 200);
+    const edited = await both();
+    expect(edited[1]).toMatchObject({ content: 'm1 edited' });
+    expect(edited[1]!.edited_at).not.toBeNull();
+    expectStatus(await admin.post(`/api/messages/${posted[0].id}/reactions`, { emoji: '👍' }), 200);
+    expect((await both())[2]!.reactions).toEqual([expect.objectContaining({ emoji: '👍', count: 1 })]);
+    expectStatus(await admin.delete(`/api/messages/${posted[2].id}`), 200);
+    expectStatus(await admin.post(`/api/channels/${room}/messages`, { content: 'm3' }), 201);
+    expect((await both()).map((m) => m.content)).toEqual(['m3', 'm1 edited', 'm0']);
+  });
+
   it('2025-03-26 (raw): exactly the results of before — no outputSchema, no structuredContent', async () => {
     const sid = await rawSessionAt('2025-03-26');
     const list = await rawMcp(srv.url, {

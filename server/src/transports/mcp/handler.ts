@@ -28,6 +28,7 @@ import { confirmation, ConfirmationSigner } from './confirm.js';
 import { isWritingTool, toolGranted, toolsListJson, TOOLS_BY_NAME } from './tools.js';
 import { hasStructuredOutput, isLegacyVersion, LATEST_LEGACY } from './versions.js';
 import type { CommittedEvents } from '../../events/committed.js';
+import type { ListedMessageJson } from './listed-json.js';
 import {
   createTaskResult,
   hasTasks,
@@ -59,6 +60,8 @@ export interface CallContext {
   gone?: AbortSignal;
   /** Called by a successful initialize with the negotiated version (the transport opens a session). */
   startSession(protocolVersion: string): void;
+  /** The endpoint's kept JSON of listed messages (listed-json.ts); without it, serialized each time. */
+  listedJson?: ListedMessageJson;
 }
 
 const SERVER_INFO = { name: 'workroom', title: 'Workroom', version: '0.1.0' };
@@ -207,14 +210,22 @@ function describeArgs(
  * compatibility, a tool that returns structured content SHOULD also return the serialized JSON in a
  * TextContent block" — ours keeps its text for a model instead (docs/MCP.md, "Result format").
  */
-const toolResult = (text: string, isError: boolean, structured?: unknown): string =>
-  JSON.stringify(
-    isError
-      ? { content: [{ type: 'text', text }], isError: true }
-      : structured === undefined
-        ? { content: [{ type: 'text', text }] }
-        : { content: [{ type: 'text', text }], structuredContent: structured },
-  );
+const toolResult = (
+  text: string,
+  isError: boolean,
+  structured?: unknown,
+  listed?: ListedMessageJson,
+): string =>
+  listed !== undefined && !isError && structured !== undefined
+    ? // The same bytes as below, with the listed messages' JSON kept between calls (listed-json.ts).
+      `{"content":[{"type":"text","text":${JSON.stringify(text)}}],"structuredContent":${listed.list(structured)}}`
+    : JSON.stringify(
+        isError
+          ? { content: [{ type: 'text', text }], isError: true }
+          : structured === undefined
+            ? { content: [{ type: 'text', text }] }
+            : { content: [{ type: 'text', text }], structuredContent: structured },
+      );
 
 /**
  * A dry run's result: the text says it was one, the `structuredContent` (2025-06-18+) is the result the
@@ -422,6 +433,7 @@ async function callTool(params: Params | undefined, cc: CallContext): Promise<st
       tool.text(value, parsed.data as Record<string, unknown>),
       false,
       hasStructuredOutput(cc.version) ? value : undefined,
+      tool.listsMessages ? cc.listedJson : undefined,
     );
   } catch (err) {
     if (err instanceof RpcError) {

@@ -37,6 +37,7 @@ import { ListenHub } from './listen.js';
 import type { CommittedEvents } from '../../events/committed.js';
 import { announceMcpSessionEnded } from '../../operations/bots/mcp-sessions.js';
 import { checkModern, isModernRequest, modernResult } from './modern.js';
+import { ListedMessageJson } from './listed-json.js';
 
 const LOOPBACK = new Set(['localhost', '127.0.0.1', '[::1]']);
 /** A batch answer stops growing here: the calls after it are answered with an error, not run. */
@@ -106,6 +107,7 @@ class HttpCall implements CallContext {
     readonly events: CommittedEvents,
     private readonly sessions: SessionStore | undefined,
     session: McpSession | undefined,
+    readonly listedJson: ListedMessageJson,
   ) {
     this.session = session;
   }
@@ -150,6 +152,8 @@ export class McpEndpoint {
   readonly #events: CommittedEvents;
   /** acceptPrefs by Accept header text: a client sends one text, parsed once (bounded; cleared when full). */
   readonly #accepts = new Map<string, { json: number; sse: number }>();
+  /** Listed messages' JSON kept between read_messages calls (listed-json.ts). */
+  readonly #listedJson = new ListedMessageJson();
 
   /**
    * `events`: what list_changed notifications are made of; the server passes every instance's committed
@@ -379,6 +383,7 @@ export class McpEndpoint {
       this.#events,
       this.sessions,
       session,
+      this.#listedJson,
     );
     const out: string[] = [];
     let answerBytes = 0;
@@ -511,6 +516,7 @@ export class McpEndpoint {
       this.#events,
       undefined,
       undefined,
+      this.#listedJson,
     );
     const refused = (await this.#charge(m, 0, actor, res)) ?? this.#refuseNul(m, mayHoldNul);
     if (refused === undefined && m.method === 'subscriptions/listen') {

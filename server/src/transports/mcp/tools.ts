@@ -30,6 +30,8 @@ export interface Tool {
   creates?: boolean;
   /** Listed and callable only for keys whose grants put some tool under approval (get_pending_action). */
   approvalOnly?: boolean;
+  /** Its result lists messages (`{ items }`): their JSON is kept between calls (listed-json.ts). */
+  listsMessages?: boolean;
 }
 
 type Items<T> = { items: T[] };
@@ -62,6 +64,7 @@ export const TOOLS: readonly Tool[] = [
     description:
       'Read the most recent messages of one channel, topic or DM room (give exactly one of `channel_id`, `topic_id`, `dm_room_id`), newest first. `limit` defaults to 20, at most 100; `before` (ISO-8601 timestamp) pages back. Each message shows its message_id, sender and time. Requires scope messages:read.',
     annotations: read('Read messages'),
+    listsMessages: true,
     text: (r, a) => fmt.messageList(where(a), (r as Items<MessageView>).items),
   },
   {
