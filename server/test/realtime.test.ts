@@ -203,8 +203,11 @@ describe('realtime: live updates over WebSocket', () => {
     let resumeAt = (await connect(bob)).lastSeq;
     const posted: string[] = [];
     let writing = true;
+    let connections = 0;
+    // 15 bursts at least, and on until the client has dropped and resumed a few times (a fast machine
+    // wrote all 15 within two connections).
     const writers = (async () => {
-      for (let i = 0; i < 15; i++) {
+      for (let i = 0; i < 15 || (connections < 5 && i < 500); i++) {
         const ids = await Promise.all(
           Array.from({ length: 8 }, (_, j) => post(alice, ch, `burst ${i}.${j}`)),
         );
@@ -214,7 +217,6 @@ describe('realtime: live updates over WebSocket', () => {
       writing = false;
     })();
     const got: { seq: number; id: string }[] = [];
-    let connections = 0;
     const take = (c: LiveClient) => {
       for (const m of c.messages) {
         if (
