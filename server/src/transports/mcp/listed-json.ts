@@ -6,7 +6,7 @@
  * `JSON.stringify` of 20 listed messages took 13–15 µs here, a seventh of a modern read's CPU and the
  * difference between a legacy and a modern read (bench/notes/mcp-profile.md, 2026-12-02). An agent
  * reads the same recent messages again and again; comparing a listed message with the one whose JSON
- * was kept costs less than serializing it (20 messages: ~5.7 µs against ~13 µs).
+ * was kept costs less than serializing it (20 messages: ~4.8 µs against ~13 µs).
  *
  * The answer is always exactly `JSON.stringify(result)`: a kept JSON is used only for a value equal to
  * the one it was made from, key by key in the same order, nested arrays and plain objects compared the
