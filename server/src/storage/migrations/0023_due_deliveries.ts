@@ -13,7 +13,9 @@ type Db = Kysely<any>;
  * then costs the whole backlog (50,000 due rows: ~20 ms and a sort spilled to disk, against 0.3 ms for
  * the index read in order), and a backlog drains in quadratic time. The function's settings leave the
  * ordered index read as the only plan without a penalty; they hold for the function's own statements
- * only. Same rows, same order and same locks (FOR UPDATE SKIP LOCKED) as the query it replaces.
+ * only. JIT is off: should a penalized plan ever be the only one left, its cost would have it
+ * compiled first (~100 ms a call). Same rows, same order and same locks (FOR UPDATE SKIP LOCKED) as
+ * the query it replaces.
  */
 export async function up(db: Db, dialect: Dialect): Promise<void> {
   if (dialect !== 'postgres') return;
@@ -23,7 +25,7 @@ export async function up(db: Db, dialect: Dialect): Promise<void> {
     returns table (id text, org_id text, bot_id text, attempts integer, next_attempt_at text,
       event_position bigint)
     language plpgsql volatile
-    set enable_seqscan = off set enable_bitmapscan = off set enable_sort = off
+    set enable_seqscan = off set enable_bitmapscan = off set enable_sort = off set jit = off
     as $fn$
     #variable_conflict use_column
     begin
