@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { newId } from '../src/domain/ids.js';
 import type { ScheduledJobRow } from '../src/storage/schema.js';
@@ -193,6 +194,44 @@ describe(`store contract: scheduled jobs (${dialectName()})`, () => {
     expect(await claim(claimArgs(200, { maxAttempts: 2 }))).toEqual([]);
     expect((await jobs().get(j.id))?.state).toBe('running');
   });
+
+  // A backlog of due jobs: an OR of the two claimable states read and sorted every due job for each
+  // claim (and statistics taken before the backlog chose a full sort even per state). The claim reads
+  // the due index in order per state up to the limit (migration 0024), whatever the statistics.
+  it.runIf(dialectName() === 'postgres')(
+    'claim on PostgreSQL reads each state in order up to the limit, not the whole backlog, with stale statistics',
+    async () => {
+      const a = await mkBot();
+      await sql`analyze scheduled_jobs`.execute(storage.stores.db);
+      const backlog = Array.from({ length: 2000 }, (_, i) =>
+        job(a.id, { id: `backlog-${String(i).padStart(4, '0')}`, run_at: at(i % 400) }),
+      );
+      for (const j of backlog) await jobs().insert(j);
+      // A job whose runner died (lease over), due earliest of all; one still leased is not claimable.
+      const lapsed = job(a.id, { run_at: at(-10), state: 'running', attempts: 1, lease_until: at(50) });
+      const leased = job(a.id, { run_at: at(-20), state: 'running', attempts: 1, lease_until: at(500) });
+      await jobs().insert(lapsed);
+      await jobs().insert(leased);
+      const expected = [
+        lapsed.id,
+        ...backlog
+          .sort((x, y) => (x.run_at < y.run_at ? -1 : x.run_at > y.run_at ? 1 : x.id < y.id ? -1 : 1))
+          .slice(0, 7)
+          .map((j) => j.id),
+      ];
+      const { got, indexRead } = await storage.transaction(async (s) => {
+        const got = await s.scheduledJobs.claim(claimArgs(100, { limit: 8 }));
+        const read = await sql<{ n: string }>`
+          select pg_stat_get_xact_tuples_returned('scheduled_jobs_due'::regclass) as n`.execute(s.db);
+        return { got, indexRead: Number(read.rows[0]!.n) };
+      });
+      expect(new Set(got.map((j) => j.id))).toEqual(new Set(expected));
+      expect(got[0]).toMatchObject({ id: lapsed.id, attempts: 2, state: 'running' });
+      // Up to the limit in each state (8 pending read, 2 running looked at); the backlog is 2,000.
+      expect(indexRead).toBeGreaterThanOrEqual(8);
+      expect(indexRead).toBeLessThan(100);
+    },
+  );
 
   it('claim: two concurrent claimers never get the same job (SKIP LOCKED on PostgreSQL: the second answers while the first holds its claim open)', async () => {
     const a = await mkBot();

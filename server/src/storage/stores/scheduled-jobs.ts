@@ -116,9 +116,15 @@ export class ScheduledJobStore {
       where (state = 'pending' and run_at < ${a.cutoff})
          or (state = 'running' and lease_until <= ${a.now} and (run_at < ${a.cutoff} or attempts >= ${a.maxAttempts}))
       order by run_at limit ${a.limit}`;
-    const ids = isPostgres(this.db) ? sql`${pick} for update skip locked` : pick;
+    // PostgreSQL: the locked pick is a materialized CTE, run once. As a subquery of `id in (…)` the
+    // planner may run it again for each row it joins (after an ANALYZE it did), and each run with
+    // SKIP LOCKED can pick other rows: more than `limit` expired at once.
+    const head = isPostgres(this.db)
+      ? sql`with picked as materialized (${pick} for update skip locked) `
+      : sql``;
+    const ids = isPostgres(this.db) ? sql`select id from picked` : pick;
     const res = await sql<Selectable<ScheduledJobRow>>`
-      update scheduled_jobs set
+      ${head}update scheduled_jobs set
         state = 'failed',
         last_error = case when run_at < ${a.cutoff} then ${a.missedError} else ${a.abandonedError} end,
         lease_until = null, updated_at = ${a.now}, done_at = ${a.now}
@@ -140,13 +146,18 @@ export class ScheduledJobStore {
     maxAttempts: number;
     limit: number;
   }): Promise<Selectable<ScheduledJobRow>[]> {
-    const due = sql`
+    // PostgreSQL: migration 0024's function, one ordered read per state up to the limit (an OR of the
+    // two states read and sorted every due job for each claim). Its answer is read once (a function
+    // scan keeps it); the locked subquery it replaces could be run again for each row joined, each run
+    // with SKIP LOCKED picking other rows: 17 jobs claimed for a limit of 8 once statistics existed.
+    const ids = isPostgres(this.db)
+      ? sql`select id from workroom_claimable_jobs(${a.now}, ${a.cutoff}, ${a.maxAttempts}, ${a.limit})`
+      : sql`
       select id from scheduled_jobs
       where ((state = 'pending' and run_at <= ${a.now})
           or (state = 'running' and lease_until <= ${a.now} and attempts < ${a.maxAttempts}))
         and run_at >= ${a.cutoff}
       order by run_at, id limit ${a.limit}`;
-    const ids = isPostgres(this.db) ? sql`${due} for update skip locked` : due;
     const res = await sql<Selectable<ScheduledJobRow>>`
       update scheduled_jobs set state = 'running', lease_until = ${a.leaseUntil},
         attempts = attempts + 1, updated_at = ${a.now}
