@@ -16,8 +16,9 @@ type Db = Kysely<any>;
  * the statistics say (as migration 0023 does for deliveries; with sorts allowed, statistics taken
  * before a backlog chose a full sort of every due job: 17 ms for 20,000, against 0.3 ms); they hold
  * for the function's own statements only. JIT is off too: the merge's sort carries the penalty in
- * every plan, and a plan that costly would be compiled first (~100-150 ms a call). The same jobs, in the same order, as the query it replaces; rows of a read left
- * over after the merge stay locked only until the claim's statement ends.
+ * every plan, and a plan that costly would be compiled first (~100-150 ms a call). The same jobs, in
+ * the same order, as the query it replaces; rows of a read left over after the merge stay locked only
+ * until the claim's statement ends.
  */
 export async function up(db: Db, dialect: Dialect): Promise<void> {
   if (dialect !== 'postgres') return;

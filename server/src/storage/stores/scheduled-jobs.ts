@@ -1,8 +1,23 @@
-import { PostgresAdapter, sql, type Selectable } from 'kysely';
+import { PostgresAdapter, sql, type RawBuilder, type Selectable } from 'kysely';
 import type { ScheduledJobRow } from '../schema.js';
 import type { Executor } from './executor.js';
 
 const isPostgres = (db: Executor) => db.getExecutor().adapter instanceof PostgresAdapter;
+
+/**
+ * The ids an `update … where id in (…)` changes, picked once. On PostgreSQL the pick (`locked`, which
+ * locks its rows SKIP LOCKED) is a materialized CTE: as a subquery of `id in (…)` the planner may run it
+ * again for each row it joins (it did once statistics existed), and each run can pick other rows — 17
+ * jobs claimed for a limit of 8. SQLite (one writer, no row locks) runs `plain` as the subquery.
+ */
+function pickedOnce(
+  locked: RawBuilder<unknown> | undefined,
+  plain: RawBuilder<unknown>,
+): { head: RawBuilder<unknown>; ids: RawBuilder<unknown> } {
+  return locked === undefined
+    ? { head: sql``, ids: plain }
+    : { head: sql`with picked as materialized (${locked}) `, ids: sql`select id from picked` };
+}
 
 export type JobState = ScheduledJobRow['state'];
 /** States in which a job still counts toward a bot's limit (it will run, or is running). */
@@ -116,13 +131,10 @@ export class ScheduledJobStore {
       where (state = 'pending' and run_at < ${a.cutoff})
          or (state = 'running' and lease_until <= ${a.now} and (run_at < ${a.cutoff} or attempts >= ${a.maxAttempts}))
       order by run_at limit ${a.limit}`;
-    // PostgreSQL: the locked pick is a materialized CTE, run once. As a subquery of `id in (…)` the
-    // planner may run it again for each row it joins (after an ANALYZE it did), and each run with
-    // SKIP LOCKED can pick other rows: more than `limit` expired at once.
-    const head = isPostgres(this.db)
-      ? sql`with picked as materialized (${pick} for update skip locked) `
-      : sql``;
-    const ids = isPostgres(this.db) ? sql`select id from picked` : pick;
+    const { head, ids } = pickedOnce(
+      isPostgres(this.db) ? sql`${pick} for update skip locked` : undefined,
+      pick,
+    );
     const res = await sql<Selectable<ScheduledJobRow>>`
       ${head}update scheduled_jobs set
         state = 'failed',
@@ -146,20 +158,21 @@ export class ScheduledJobStore {
     maxAttempts: number;
     limit: number;
   }): Promise<Selectable<ScheduledJobRow>[]> {
-    // PostgreSQL: migration 0024's function, one ordered read per state up to the limit (an OR of the
-    // two states read and sorted every due job for each claim). Its answer is read once (a function
-    // scan keeps it); the locked subquery it replaces could be run again for each row joined, each run
-    // with SKIP LOCKED picking other rows: 17 jobs claimed for a limit of 8 once statistics existed.
-    const ids = isPostgres(this.db)
-      ? sql`select id from workroom_claimable_jobs(${a.now}, ${a.cutoff}, ${a.maxAttempts}, ${a.limit})`
-      : sql`
+    // PostgreSQL: migration 0024's function, one ordered read per state up to the limit, each locked
+    // SKIP LOCKED (an OR of the two states read and sorted every due job for each claim).
+    const { head, ids } = pickedOnce(
+      isPostgres(this.db)
+        ? sql`select id from workroom_claimable_jobs(${a.now}, ${a.cutoff}, ${a.maxAttempts}, ${a.limit})`
+        : undefined,
+      sql`
       select id from scheduled_jobs
       where ((state = 'pending' and run_at <= ${a.now})
           or (state = 'running' and lease_until <= ${a.now} and attempts < ${a.maxAttempts}))
         and run_at >= ${a.cutoff}
-      order by run_at, id limit ${a.limit}`;
+      order by run_at, id limit ${a.limit}`,
+    );
     const res = await sql<Selectable<ScheduledJobRow>>`
-      update scheduled_jobs set state = 'running', lease_until = ${a.leaseUntil},
+      ${head}update scheduled_jobs set state = 'running', lease_until = ${a.leaseUntil},
         attempts = attempts + 1, updated_at = ${a.now}
       where id in (${ids}) returning *`.execute(this.db);
     return res.rows.sort((x, y) => (x.run_at < y.run_at ? -1 : x.run_at > y.run_at ? 1 : 0));
