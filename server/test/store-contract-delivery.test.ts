@@ -4,7 +4,13 @@ import { newId } from '../src/domain/ids.js';
 import type { DeliveryRow } from '../src/storage/schema.js';
 import type { Storage } from '../src/storage/storage.js';
 import type { DeliveredAttempt, NewDelivery } from '../src/storage/stores/deliveries.js';
-import { at, clearTables, dialectName, openContractWorld } from './helpers/store-fixtures.js';
+import {
+  at,
+  clearTables,
+  dialectName,
+  indexEntriesRead,
+  openContractWorld,
+} from './helpers/store-fixtures.js';
 
 /**
  * Contract of DeliveryStore (storage/stores/deliveries.ts) on SQLite and PostgreSQL: outbox cursors, who
@@ -371,9 +377,7 @@ describe(`store contract: deliveries (${dialectName()})`, () => {
         .map((r) => r.next_attempt_at);
       const { due, indexRead } = await storage.transaction(async (s) => {
         const due = await s.deliveries.due({ now: at(1000), limit: 10, busyBots: [b2.id] });
-        const read = await sql<{ n: string }>`
-          select pg_stat_get_xact_tuples_returned('webhook_deliveries_due'::regclass) as n`.execute(s.db);
-        return { due, indexRead: Number(read.rows[0]!.n) };
+        return { due, indexRead: await indexEntriesRead(s.db, 'webhook_deliveries_due') };
       });
       expect(due.map((x) => x.next_attempt_at)).toEqual(earliest);
       expect(due.every((x) => x.bot_id === b1.id)).toBe(true);

@@ -3,7 +3,13 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { newId } from '../src/domain/ids.js';
 import type { ScheduledJobRow } from '../src/storage/schema.js';
 import type { Storage } from '../src/storage/storage.js';
-import { at, clearTables, dialectName, openContractWorld } from './helpers/store-fixtures.js';
+import {
+  at,
+  clearTables,
+  dialectName,
+  indexEntriesRead,
+  openContractWorld,
+} from './helpers/store-fixtures.js';
 
 /**
  * Contract of ScheduledJobStore (storage/stores/scheduled-jobs.ts) on SQLite and PostgreSQL: the state
@@ -221,9 +227,7 @@ describe(`store contract: scheduled jobs (${dialectName()})`, () => {
       ];
       const { got, indexRead } = await storage.transaction(async (s) => {
         const got = await s.scheduledJobs.claim(claimArgs(100, { limit: 8 }));
-        const read = await sql<{ n: string }>`
-          select pg_stat_get_xact_tuples_returned('scheduled_jobs_due'::regclass) as n`.execute(s.db);
-        return { got, indexRead: Number(read.rows[0]!.n) };
+        return { got, indexRead: await indexEntriesRead(s.db, 'scheduled_jobs_due') };
       });
       expect(new Set(got.map((j) => j.id))).toEqual(new Set(expected));
       expect(got[0]).toMatchObject({ id: lapsed.id, attempts: 2, state: 'running' });

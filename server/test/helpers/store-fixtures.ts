@@ -1,4 +1,6 @@
+import { sql } from 'kysely';
 import { newId, nowIso } from '../../src/domain/ids.js';
+import type { Executor } from '../../src/storage/stores/executor.js';
 import type { BotRow, MessageRow, UserRow } from '../../src/storage/schema.js';
 import type { Storage } from '../../src/storage/storage.js';
 import type { Database } from '../../src/storage/schema.js';
@@ -19,6 +21,16 @@ export async function openContractWorld() {
 }
 
 export const dialectName = () => (process.env.DATABASE_URL ? 'postgres' : 'sqlite');
+
+/**
+ * PostgreSQL: the entries an index has handed out so far in the current transaction (run it inside the
+ * transaction whose reads it counts): whether a claim read an index in order up to its limit or all of it.
+ */
+export async function indexEntriesRead(db: Executor, index: string): Promise<number> {
+  const read = sql<{ n: string }>`select pg_stat_get_xact_tuples_returned(${index}::regclass) as n`;
+  const r = await read.execute(db);
+  return Number(r.rows[0]!.n);
+}
 
 /** Empties tables whose store methods read across every row (due deliveries, claimable jobs). */
 export async function clearTables(storage: Storage, tables: (keyof Database)[]): Promise<void> {
