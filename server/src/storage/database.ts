@@ -4,6 +4,7 @@ import { Kysely, Migrator, PostgresDialect, sql, type Migration } from 'kysely';
 import pg from 'pg';
 import type { Config } from '../config/config.js';
 import type { Database } from './schema.js';
+import { PgLookupBatches, PgWriteBatches } from './pg-batches.js';
 import * as m0001 from './migrations/0001_initial.js';
 import * as m0003 from './migrations/0003_incoming_token.js';
 import * as m0002 from './migrations/0002_search.js';
@@ -62,6 +63,10 @@ export interface DatabaseHandle {
   pool?: () => PoolUse;
   /** PostgreSQL: the main pool itself (write transactions, storage/pg-deferred-transaction.ts). */
   pgPool?: pg.Pool;
+  /** PostgreSQL: group commit of one-statement writes on that pool (storage/pg-batches.ts). */
+  pgWrites?: PgWriteBatches;
+  /** PostgreSQL: batching of the request path's one-row reads on that pool (storage/pg-batches.ts). */
+  pgLookups?: PgLookupBatches;
   close(): Promise<void>;
 }
 
@@ -226,6 +231,8 @@ export async function openPostgres(
     schema,
     readers,
     pgPool: pool,
+    pgWrites: new PgWriteBatches(pool),
+    pgLookups: new PgLookupBatches(pool),
     pool: () => ({
       max: poolSize,
       used: pool.totalCount - pool.idleCount,

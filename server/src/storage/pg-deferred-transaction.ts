@@ -8,6 +8,7 @@ import {
 } from 'kysely';
 import pg from 'pg';
 import { namePgStatement } from './pg-statements.js';
+import { PgWriteBatches } from './pg-batches.js';
 
 /**
  * PostgreSQL write transactions that cost one round trip when all they do is insert (issue 18, point
@@ -137,7 +138,10 @@ class DeferringConnection implements DatabaseConnection {
   #client: pg.PoolClient | undefined;
   #opening: Promise<pg.PoolClient> | undefined;
 
-  constructor(private readonly pool: pg.Pool) {}
+  constructor(
+    private readonly pool: pg.Pool,
+    private readonly batches: PgWriteBatches | undefined,
+  ) {}
 
   /** Whether BEGIN was sent (or is on its way). */
   get #opened(): boolean {
@@ -169,7 +173,10 @@ class DeferringConnection implements DatabaseConnection {
       const parts = chunks(this.#held);
       if (parts.length === 1) {
         this.#held = [];
-        await this.#runAlone(combineStatements(parts[0]!));
+        const part = parts[0]!;
+        // Plain INSERTs may share a statement with other transactions' (group commit).
+        if (this.batches && PgWriteBatches.batchable(part)) await this.batches.run(part);
+        else await this.#runAlone(combineStatements(part));
         return;
       }
     }
@@ -247,14 +254,16 @@ class DeferringConnection implements DatabaseConnection {
 
 /**
  * Runs `fn` in a deferred transaction on `db` (whose pool is `pool`): commits when `fn` resolves,
- * rolls back when it throws.
+ * rolls back when it throws. With `batches`, a transaction that comes down to one statement of plain
+ * INSERTs is sent through them (group commit, pg-batches.ts).
  */
 export async function deferredTransaction<DB, T>(
   db: Kysely<DB>,
   pool: pg.Pool,
+  batches: PgWriteBatches | undefined,
   fn: (trx: Transaction<DB>) => Promise<T>,
 ): Promise<T> {
-  const conn = new DeferringConnection(pool);
+  const conn = new DeferringConnection(pool, batches);
   const executor = db.getExecutor().withConnectionProvider({
     provideConnection: (consume) => consume(conn),
   });

@@ -40,7 +40,7 @@ export class Storage {
   readonly leases: LeaseStore;
 
   constructor(private readonly handle: DatabaseHandle) {
-    this.stores = new Stores(handle.db);
+    this.stores = new Stores(handle.db, handle.pgLookups);
     this.dialect = handle.dialect;
     this.runsOnEventLoop = handle.dialect === 'sqlite';
     this.numbersOutboxAfterCommit = handle.dialect === 'postgres';
@@ -53,9 +53,9 @@ export class Storage {
 
   /** Runs `fn` in one transaction: every change it makes commits together or not at all. */
   transaction<T>(fn: (stores: Stores) => Promise<T>): Promise<T> {
-    const { db, sqlite, pgPool } = this.handle;
+    const { db, sqlite, pgPool, pgWrites } = this.handle;
     if (sqlite) return engineTransaction(db, sqlite, (trx) => fn(new Stores(trx)));
-    if (pgPool) return deferredTransaction(db, pgPool, (trx) => fn(new Stores(trx)));
+    if (pgPool) return deferredTransaction(db, pgPool, pgWrites, (trx) => fn(new Stores(trx)));
     return db.transaction().execute((trx) => fn(new Stores(trx)));
   }
 

@@ -1,5 +1,6 @@
 import type { BotApiKeyRow, BotRow } from '../schema.js';
 import type { Executor } from './executor.js';
+import type { PgLookupBatches } from '../pg-batches.js';
 import { channelOfRow, channelSelections } from './containers.js';
 import { prepared } from './prepared.js';
 
@@ -35,7 +36,10 @@ const findKeyByHashWithChannel = prepared((db, keyHash: string, channelId: strin
 
 /** Bots, their API keys and their webhook signing secret. */
 export class BotStore {
-  constructor(private readonly db: Executor) {}
+  constructor(
+    private readonly db: Executor,
+    private readonly lookups?: PgLookupBatches,
+  ) {}
 
   async insert(row: BotRow): Promise<void> {
     await this.db.insertInto('bots').values(row).execute();
@@ -218,7 +222,7 @@ export class BotStore {
    * findKeyByHash's row; `channel` is undefined when no such channel exists.
    */
   async findKeyByHashWithChannel(keyHash: string, channelId: string) {
-    const row = (await findKeyByHashWithChannel(this.db, keyHash, channelId)).rows[0];
+    const row = (await findKeyByHashWithChannel.lookup(this.db, this.lookups, keyHash, channelId))[0];
     // The row as read (its `ch_*` columns too: not copied on every request) and the channel from it.
     return row && { key: row, channel: channelOfRow(row) };
   }

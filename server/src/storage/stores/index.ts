@@ -1,4 +1,5 @@
 import type { Executor } from './executor.js';
+import type { PgLookupBatches } from '../pg-batches.js';
 import { BookmarkStore } from './bookmarks.js';
 import { BotDataStore } from './bot-data.js';
 import { BotStore } from './bots.js';
@@ -56,7 +57,11 @@ export class Stores {
   #pendingActions?: PendingActionStore;
   #keyRecentTexts?: KeyRecentTextStore;
 
-  constructor(readonly db: Executor) {}
+  constructor(
+    readonly db: Executor,
+    /** The database's lookup batching (PostgreSQL; never a transaction's stores): pg-batches.ts. */
+    private readonly lookups?: PgLookupBatches,
+  ) {}
 
   get reactions(): ReactionStore {
     return (this.#reactions ??= new ReactionStore(this.db));
@@ -65,7 +70,7 @@ export class Stores {
     return (this.#orgs ??= new OrganizationStore(this.db));
   }
   get users(): UserStore {
-    return (this.#users ??= new UserStore(this.db));
+    return (this.#users ??= new UserStore(this.db, this.lookups));
   }
   get containers(): ContainerStore {
     return (this.#containers ??= new ContainerStore(this.db));
@@ -77,7 +82,7 @@ export class Stores {
     return (this.#tasks ??= new TaskStore(this.db));
   }
   get bots(): BotStore {
-    return (this.#bots ??= new BotStore(this.db));
+    return (this.#bots ??= new BotStore(this.db, this.lookups));
   }
   get events(): EventStore {
     return (this.#events ??= new EventStore(this.db));

@@ -1,6 +1,7 @@
 import { CompiledQuery, type Compilable, type Kysely, type QueryResult } from 'kysely';
 import { markDeferrable } from '../pg-deferred-transaction.js';
 import { namePgStatement } from '../pg-statements.js';
+import { PgLookupBatches } from '../pg-batches.js';
 import { runNow } from '../sqlite-engine.js';
 import type { Executor } from './executor.js';
 
@@ -24,27 +25,41 @@ export function prepared<A extends (string | number | null)[], R>(
 ) {
   // Keyed by the dialect adapter, shared by a Kysely instance and its transactions.
   const cache = new WeakMap<object, { sql: string; slots: (number | { fixed: unknown })[] }>();
-  return async (db: Executor, ...args: A): Promise<QueryResult<R>> => {
+  const compiled = (db: Executor, args: A) => {
     const key = db.getExecutor().adapter as object;
     let entry = cache.get(key);
     if (!entry) {
       const sentinels = args.map((_, i) => `\u0000wr:${i}\u0000`) as A;
-      const compiled = build(db, ...sentinels).compile();
-      const slots = compiled.parameters.map((p) => {
+      const c = build(db, ...sentinels).compile();
+      const slots = c.parameters.map((p) => {
         const i = typeof p === 'string' ? sentinels.indexOf(p) : -1;
         return i >= 0 ? i : { fixed: p };
       });
-      entry = { sql: compiled.sql, slots };
+      entry = { sql: c.sql, slots };
       cache.set(key, entry);
-      namePgStatement(compiled.sql); // on PostgreSQL: parsed and planned once per connection
-      if (opts.deferrable) markDeferrable(compiled.sql);
+      namePgStatement(c.sql); // on PostgreSQL: parsed and planned once per connection
+      if (opts.deferrable) markDeferrable(c.sql);
     }
     const params = entry.slots.map((s) => (typeof s === 'number' ? args[s] : s.fixed));
+    return { sql: entry.sql, params };
+  };
+  const run = async (db: Executor, ...args: A): Promise<QueryResult<R>> => {
+    const { sql, params } = compiled(db, args);
     // On SQLite, run it right here when that is safe (see runNow; reads outside transactions may be
     // answered from the committed-read cache); otherwise through Kysely.
     return (
-      runNow<R>(db as Kysely<unknown>, entry.sql, params) ??
-      db.executeQuery<R>(CompiledQuery.raw(entry.sql, params) as CompiledQuery<R>)
+      runNow<R>(db as Kysely<unknown>, sql, params) ??
+      db.executeQuery<R>(CompiledQuery.raw(sql, params) as CompiledQuery<R>)
     );
   };
+  /**
+   * For a read of at most one row: with `lookups` (the database's, PostgreSQL, outside any
+   * transaction) it may go with other calls of the same statement as one (storage/pg-batches.ts).
+   */
+  const lookup = async (db: Executor, lookups: PgLookupBatches | undefined, ...args: A): Promise<R[]> => {
+    if (!lookups) return (await run(db, ...args)).rows;
+    const { sql, params } = compiled(db, args);
+    return PgLookupBatches.batchable(params) ? lookups.run<R>(sql, params) : (await run(db, ...args)).rows;
+  };
+  return Object.assign(run, { lookup });
 }

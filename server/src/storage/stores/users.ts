@@ -1,6 +1,7 @@
 import type { Selectable } from 'kysely';
 import type { UserRow, UserTokenRow } from '../schema.js';
 import type { Executor } from './executor.js';
+import type { PgLookupBatches } from '../pg-batches.js';
 import { containsInsensitive } from './sql-helpers.js';
 import { channelOfRow, channelSelections } from './containers.js';
 import { prepared } from './prepared.js';
@@ -44,7 +45,10 @@ export interface UserListFilter {
 }
 
 export class UserStore {
-  constructor(private readonly db: Executor) {}
+  constructor(
+    private readonly db: Executor,
+    private readonly lookups?: PgLookupBatches,
+  ) {}
 
   private base() {
     return this.db
@@ -113,7 +117,7 @@ export class UserStore {
    * findByToken's row; `channel` is undefined when no such channel exists.
    */
   async findByTokenWithChannel(tokenHash: string, now: string, channelId: string) {
-    const row = (await findByTokenWithChannel(this.db, tokenHash, channelId)).rows[0];
+    const row = (await findByTokenWithChannel.lookup(this.db, this.lookups, tokenHash, channelId))[0];
     if (!row || row.expires_at <= now) return undefined;
     // The row as read (its `ch_*` columns too: not copied on every request) and the channel from it.
     return { token: row, channel: channelOfRow(row) };

@@ -1,0 +1,354 @@
+import pg from 'pg';
+import { namePgStatement } from './pg-statements.js';
+
+/**
+ * Group commit and lookup batching on PostgreSQL (issue 18, point 7).
+ *
+ * Under load, many statements of the same shape are ready at once: a message's insert for every POST,
+ * a credential lookup for every request. Each pays the same fixed costs on both sides: a round trip
+ * (a socket write that wakes a backend, and its answer), the executor's start-up, and for a write a
+ * commit with its WAL flush (and the stored generated column's expression parsed again). Here, while
+ * `maxInFlight` statements of a kind are running, another of the same shape waits for one of them to
+ * finish and then goes with the others that waited as **one** statement. No timer: a statement sent
+ * when fewer than `maxInFlight` are running goes at once, so a quiet server answers as fast as before,
+ * and the batches grow only as work queues up (the load itself sets their size).
+ *
+ * - `PgWriteBatches`: writes that are one statement of plain INSERTs outside any transaction (what
+ *   pg-deferred-transaction.ts makes of a transaction that only inserted). A batch is each INSERT with
+ *   one row per write (`values (…), (…)`) in one statement: one commit, all rows or none. If PostgreSQL
+ *   refuses it (a constraint one row broke), every write of the batch is sent again alone for its own
+ *   answer. A write is answered only after the statement holding it committed. The rows of a batch
+ *   commit together, so their outbox events are numbered together; their order among themselves is not
+ *   promised, as for writes that commit at the same moment.
+ * - `PgLookupBatches`: reads outside any transaction that answer at most one row per call (the request
+ *   path's credential with its channel). A batch reads every call's row in one statement, over
+ *   `unnest` of the calls' parameters, in one snapshot taken after every call of it was made: what a
+ *   call sees is as fresh as if it had been sent alone (a token revoked before a request arrived is
+ *   revoked for it).
+ */
+
+interface Waiting<T, A> {
+  item: T;
+  resolve: (answer: A) => void;
+  reject: (err: unknown) => void;
+}
+
+/** How a kind of call is sent: one alone, or several of one shape as one statement (answers in order). */
+interface Sender<T, A> {
+  alone(item: T): Promise<A>;
+  together(items: T[]): Promise<A[]>;
+}
+
+/**
+ * How long the statements in flight may all have been running before a call stops waiting for them:
+ * a statement that waits on a lock (an INSERT whose foreign-key check waits for a transaction that
+ * deletes the channel, say) must not hold back everyone else's. A call made when every statement in
+ * flight started longer ago than this goes at once, with the calls of its shape that waited, up to
+ * `STALLED_MAX_IN_FLIGHT` statements in flight.
+ */
+const STALLED_AFTER_MS = 25;
+const STALLED_MAX_IN_FLIGHT = 6;
+
+/**
+ * Holds calls back while `maxInFlight` are running, then sends those of one shape together. If
+ * PostgreSQL refuses a statement of several calls, none of it took effect: each call is sent again
+ * alone, for its own answer. Any other failure (the connection lost) leaves the outcome unknown, and
+ * every call of the statement hears of it, as it would have alone.
+ */
+class Coalescer<T, A> {
+  /** Start times of the statements in flight, oldest first. */
+  readonly #inFlight: number[] = [];
+  /** Calls waiting, by shape; a Map keeps the order in which each shape first waited. */
+  readonly #waiting = new Map<string, Waiting<T, A>[]>();
+
+  constructor(
+    private readonly maxInFlight: number,
+    private readonly maxBatch: number,
+    private readonly sender: Sender<T, A>,
+  ) {}
+
+  run(item: T, shape: string): Promise<A> {
+    return new Promise<A>((resolve, reject) => {
+      const w: Waiting<T, A> = { item, resolve, reject };
+      if (this.#inFlight.length < this.maxInFlight) {
+        void this.#dispatch([w]);
+        return;
+      }
+      const queue = this.#waiting.get(shape);
+      if (queue) queue.push(w);
+      else this.#waiting.set(shape, [w]);
+      if (this.#stalled()) this.#sendWaiting(shape);
+    });
+  }
+
+  async #dispatch(calls: Waiting<T, A>[]): Promise<void> {
+    const started = performance.now();
+    this.#inFlight.push(started);
+    try {
+      await this.#send(calls);
+    } finally {
+      this.#inFlight.splice(this.#inFlight.indexOf(started), 1);
+      // The calls that waited longest go next, unless stalled statements are still above the usual
+      // number in flight (then only if those are stalled too).
+      const first = this.#waiting.keys().next();
+      if (!first.done && (this.#inFlight.length < this.maxInFlight || this.#stalled()))
+        this.#sendWaiting(first.value);
+    }
+  }
+
+  async #send(calls: Waiting<T, A>[]): Promise<void> {
+    if (calls.length === 1) {
+      const [call] = calls as [Waiting<T, A>];
+      await this.sender.alone(call.item).then(call.resolve, call.reject);
+      return;
+    }
+    let answers: A[];
+    try {
+      answers = await this.sender.together(calls.map((c) => c.item));
+    } catch (err) {
+      if (err instanceof pg.DatabaseError) for (const c of calls) await this.#send([c]);
+      else for (const c of calls) c.reject(err);
+      return;
+    }
+    calls.forEach((c, i) => c.resolve(answers[i]!));
+  }
+
+  /** Whether every statement in flight is stalled (the newest started long ago), and one more may go. */
+  #stalled(): boolean {
+    const running = this.#inFlight.length;
+    return (
+      running > 0 &&
+      running < STALLED_MAX_IN_FLIGHT &&
+      performance.now() - this.#inFlight[running - 1]! > STALLED_AFTER_MS
+    );
+  }
+
+  /** Sends the waiting calls of `shape` (up to `maxBatch`) together. */
+  #sendWaiting(shape: string): void {
+    const queue = this.#waiting.get(shape);
+    if (!queue) return;
+    const calls = queue.splice(0, this.maxBatch);
+    this.#waiting.delete(shape);
+    if (queue.length > 0) this.#waiting.set(shape, queue); // to the back: other shapes go next
+    void this.#dispatch(calls);
+  }
+}
+
+/** Calls made, and the statements sent for them (tests and benches read them). */
+export interface BatchCounts {
+  calls: number;
+  statements: number;
+}
+
+/** Runs one statement on a pooled connection (named: pg-statements.ts); its rows. */
+async function query(
+  pool: pg.Pool,
+  counts: BatchCounts,
+  sql: string,
+  parameters: unknown[],
+): Promise<Record<string, unknown>[]> {
+  namePgStatement(sql);
+  counts.statements++;
+  // Not pool.query, which bypasses the named statements.
+  const client = await pool.connect();
+  try {
+    const r = await client.query(sql, parameters);
+    client.release();
+    return r.rows as Record<string, unknown>[];
+  } catch (err) {
+    // A broken connection must not go back to the pool; one PostgreSQL answered with an error may.
+    client.release(err instanceof pg.DatabaseError ? undefined : (err as Error));
+    throw err;
+  }
+}
+
+/** Batch statement texts, by shape and size: a few sizes of a few shapes, bounded all the same. */
+class Texts {
+  readonly #made = new Map<string, string>();
+  get(shape: string, size: number, make: () => string): string {
+    const key = `${size}\u0000${shape}`;
+    let text = this.#made.get(key);
+    if (text === undefined) {
+      text = make();
+      if (this.#made.size < 4096) this.#made.set(key, text);
+    }
+    return text;
+  }
+}
+
+const renumber = (sql: string, offset: number) =>
+  offset === 0 ? sql : sql.replace(/\$(\d+)/g, (_, n: string) => `$${Number(n) + offset}`);
+
+// --- writes ---
+
+/** One part of a write: a plain `insert into … (…) values (…)` with numbered parameters `$1…`. */
+export interface WritePart {
+  sql: string;
+  parameters: readonly unknown[];
+}
+
+/** `insert into <table> (<columns>) values (<one row>)`, and nothing after it. */
+const SINGLE_ROW_INSERT = /^(insert into .+? values )(\((?:[^()']|\([^()']*\))*\))$/is;
+
+/** Whether `sql` is a single-row INSERT; answers kept by text (the texts are our own few statements). */
+const SINGLE_ROW: Map<string, boolean> = new Map();
+function singleRowInsert(sql: string): boolean {
+  let yes = SINGLE_ROW.get(sql);
+  if (yes === undefined) {
+    yes = SINGLE_ROW_INSERT.test(sql);
+    if (SINGLE_ROW.size < 1024) SINGLE_ROW.set(sql, yes);
+  }
+  return yes;
+}
+
+/**
+ * The statement of `rows` writes of the parts `texts` (with these parameter counts): each INSERT with
+ * `rows` rows, the INSERTs as data-modifying CTEs; parameters part by part, row by row. Undefined if a
+ * part is not a single-row INSERT. With one row it is the text pg-deferred-transaction.ts combines.
+ */
+export function batchedInsertSql(
+  texts: readonly string[],
+  counts: readonly number[],
+  rows: number,
+): string | undefined {
+  const inserts: string[] = [];
+  let offset = 0;
+  for (let i = 0; i < texts.length; i++) {
+    const m = SINGLE_ROW_INSERT.exec(texts[i]!);
+    if (!m) return undefined;
+    const tuples: string[] = [];
+    for (let r = 0; r < rows; r++) tuples.push(renumber(m[2]!, offset + r * counts[i]!));
+    inserts.push(m[1]! + tuples.join(', '));
+    offset += counts[i]! * rows;
+  }
+  const last = inserts.pop();
+  if (last === undefined) return undefined;
+  return inserts.length === 0 ? last : `with ${inserts.map((s, i) => `w${i} as (${s})`).join(', ')} ${last}`;
+}
+
+function writeShape(parts: readonly WritePart[]): string {
+  let key = '';
+  for (const p of parts) key += `${p.parameters.length}\u0001${p.sql}\u0000`;
+  return key;
+}
+
+/** Group commit of one-statement writes (see the top of this file). */
+export class PgWriteBatches {
+  readonly #texts = new Texts();
+  readonly #coalescer: Coalescer<readonly WritePart[], void>;
+
+  constructor(
+    private readonly pool: pg.Pool,
+    maxInFlight = 2,
+    maxRows = 64,
+  ) {
+    this.#coalescer = new Coalescer(maxInFlight, maxRows, {
+      alone: (write) => this.#write([write]),
+      together: async (writes) => {
+        await this.#write(writes);
+        return writes.map(() => undefined);
+      },
+    });
+  }
+
+  /** Writes made, and the statements sent for them (a refused batch and its writes sent again alone). */
+  readonly counts: BatchCounts = { calls: 0, statements: 0 };
+
+  /** Whether a write can go in a batch: every part a single-row INSERT. */
+  static batchable(parts: readonly WritePart[]): boolean {
+    return parts.length > 0 && parts.every((p) => singleRowInsert(p.sql));
+  }
+
+  /** Runs the write (one statement, atomic); resolves once it is committed. */
+  run(parts: readonly WritePart[]): Promise<void> {
+    this.counts.calls++;
+    return this.#coalescer.run(parts, writeShape(parts));
+  }
+
+  async #write(writes: (readonly WritePart[])[]): Promise<void> {
+    const parts = writes[0]!;
+    const text = this.#texts.get(writeShape(parts), writes.length, () => {
+      const made = batchedInsertSql(
+        parts.map((p) => p.sql),
+        parts.map((p) => p.parameters.length),
+        writes.length,
+      );
+      if (made === undefined) throw new Error('a write that is not plain INSERTs was batched');
+      return made;
+    });
+    const parameters: unknown[] = [];
+    for (let p = 0; p < parts.length; p++)
+      for (const w of writes) for (const v of w[p]!.parameters) parameters.push(v);
+    await query(this.pool, this.counts, text, parameters);
+  }
+}
+
+// --- lookups ---
+
+interface Lookup {
+  sql: string;
+  parameters: readonly unknown[];
+}
+
+/** The column a batched lookup answers each row's call with. */
+const CALL_COLUMN = 'wr_call';
+
+/**
+ * `calls` calls of a lookup (`sql`, with `count` text parameters) as one statement: the parameters as
+ * arrays (`$n` the n-th parameter of every call), each call's row joined to its number.
+ */
+export function batchedLookupSql(sql: string, count: number): string {
+  const columns = Array.from({ length: count }, (_, i) => `p${i + 1}`);
+  const arrays = columns.map((_, i) => `$${i + 1}::text[]`).join(', ');
+  const inner = sql.replace(/\$(\d+)/g, (_, n: string) => `wr_calls.p${n}`);
+  return (
+    `select wr_calls.${CALL_COLUMN}::int as ${CALL_COLUMN}, wr_row.* from unnest(${arrays}) with ordinality ` +
+    `as wr_calls(${columns.join(', ')}, ${CALL_COLUMN}) cross join lateral (${inner}) as wr_row`
+  );
+}
+
+/** Lookup batching: reads of at most one row per call (see the top of this file). */
+export class PgLookupBatches {
+  readonly #texts = new Texts();
+  readonly #coalescer: Coalescer<Lookup, Record<string, unknown>[]>;
+
+  constructor(
+    private readonly pool: pg.Pool,
+    maxInFlight = 2,
+    maxCalls = 64,
+  ) {
+    this.#coalescer = new Coalescer(maxInFlight, maxCalls, {
+      alone: (call) => query(this.pool, this.counts, call.sql, [...call.parameters]),
+      together: (calls) => this.#lookUp(calls),
+    });
+  }
+
+  /** Lookups made, and the statements sent for them. */
+  readonly counts: BatchCounts = { calls: 0, statements: 0 };
+
+  /** Whether a call can go in a batch: only string parameters (they are sent as text arrays). */
+  static batchable(parameters: readonly unknown[]): boolean {
+    return parameters.length > 0 && parameters.every((p) => typeof p === 'string');
+  }
+
+  /** Runs the lookup; its rows (at most one). */
+  run<R>(sql: string, parameters: readonly unknown[]): Promise<R[]> {
+    this.counts.calls++;
+    return this.#coalescer.run({ sql, parameters }, sql) as Promise<R[]>;
+  }
+
+  /** Several calls of one lookup as one statement: each call's rows. */
+  async #lookUp(calls: Lookup[]): Promise<Record<string, unknown>[][]> {
+    const { sql, parameters } = calls[0]!;
+    const count = parameters.length;
+    const text = this.#texts.get(sql, count, () => batchedLookupSql(sql, count));
+    const arrays = Array.from({ length: count }, (_, i) => calls.map((c) => c.parameters[i]));
+    const rows = await query(this.pool, this.counts, text, arrays);
+    const answers: Record<string, unknown>[][] = calls.map(() => []);
+    for (const row of rows) {
+      const { [CALL_COLUMN]: call, ...own } = row;
+      answers[(call as number) - 1]?.push(own);
+    }
+    return answers;
+  }
+}
