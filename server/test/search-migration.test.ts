@@ -90,3 +90,25 @@ describe('migration 0002 over existing data', () => {
     }
   }, 120_000);
 });
+
+describe.skipIf(!process.env.DATABASE_URL)('migration 0025 (PostgreSQL)', () => {
+  it('gives every search index a 64 kB pending list, so no insert moves 4 MB of entries at once', async () => {
+    const { handle, done } = await open();
+    try {
+      await migrate(handle);
+      const { rows } = await sql<{ relname: string; reloptions: string[] | null }>`
+        select c.relname, c.reloptions from pg_class c
+        join pg_index i on i.indexrelid = c.oid join pg_am am on am.oid = c.relam
+        where am.amname = 'gin' and c.relnamespace = current_schema()::regnamespace
+        order by c.relname`.execute(handle.db);
+      expect(rows).toEqual(
+        ['messages_search', 'tasks_search', 'users_search'].map((relname) => ({
+          relname,
+          reloptions: ['gin_pending_list_limit=64'],
+        })),
+      );
+    } finally {
+      await done();
+    }
+  });
+});

@@ -30,6 +30,7 @@ import * as m0021 from './migrations/0021_key_guardrails.js';
 import * as m0022 from './migrations/0022_command_forwards.js';
 import * as m0023 from './migrations/0023_due_deliveries.js';
 import * as m0024 from './migrations/0024_claimable_jobs.js';
+import * as m0025 from './migrations/0025_gin_pending_list.js';
 import { startCheckpointer, type Checkpointer } from './sqlite-checkpointer.js';
 import { useNamedStatements, type PgTypes } from './pg-statements.js';
 import { engineDialect, SqliteEngine } from './sqlite-engine.js';
@@ -98,6 +99,7 @@ const MIGRATIONS: Record<string, MigrationUp> = {
   '0022_command_forwards': m0022.up,
   '0023_due_deliveries': m0023.up,
   '0024_claimable_jobs': m0024.up,
+  '0025_gin_pending_list': m0025.up,
 };
 
 /**
