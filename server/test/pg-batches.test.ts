@@ -107,12 +107,13 @@ describe.skipIf(!process.env.DATABASE_URL)('batches on PostgreSQL', () => {
       )
     ).rows;
 
-  it('writes made while one is in flight go together as one statement; every row as its own write made it', async () => {
+  const endOfTurn = () => new Promise((r) => setImmediate(r));
+
+  it('writes made in one turn of the event loop go as one statement; every row as its own write made it', async () => {
     const batches = new PgWriteBatches(pool, 1);
     const ids = Array.from({ length: 30 }, (_, i) => `w1-${i}`);
     await Promise.all(ids.map((id, i) => batches.run(write(id, i % 2 ? 'p1' : 'p2', i))));
-    // The first went at once, alone; the 29 made meanwhile waited for it and went as one.
-    expect(batches.counts).toEqual({ calls: 30, statements: 2 });
+    expect(batches.counts).toEqual({ calls: 30, statements: 1 });
     const rows = await rowsOf(ids);
     expect(rows).toHaveLength(30);
     rows.forEach((r, i) =>
@@ -130,7 +131,7 @@ describe.skipIf(!process.env.DATABASE_URL)('batches on PostgreSQL', () => {
     const batches = new PgWriteBatches(pool, 1, 8);
     const ids = Array.from({ length: 21 }, (_, i) => `w2-${i}`);
     await Promise.all(ids.map((id, i) => batches.run(write(id, 'p1', i))));
-    expect(batches.counts).toEqual({ calls: 21, statements: 1 + 3 }); // 1, then 8 + 8 + 4
+    expect(batches.counts).toEqual({ calls: 21, statements: 3 }); // 8 + 8 + 5
     expect(await rowsOf(ids)).toHaveLength(21);
   });
 
@@ -147,11 +148,22 @@ describe.skipIf(!process.env.DATABASE_URL)('batches on PostgreSQL', () => {
     expect((await rowsOf(ids)).map((r) => r.id)).toEqual(ids.filter((_, i) => i !== 5));
     const { rows } = await pool.query("select count(*)::int as n from b where a_id = 'w3-5'");
     expect(rows[0].n).toBe(0);
-    // 1 alone, the batch of 9 refused, then its 9 writes alone.
-    expect(batches.counts).toEqual({ calls: 10, statements: 1 + 1 + 9 });
+    // The batch of 10 refused, then its 10 writes alone.
+    expect(batches.counts).toEqual({ calls: 10, statements: 1 + 10 });
   });
 
-  it('a write made while nothing is in flight goes at once, alone', async () => {
+  it('writes made while one is in flight wait for it, then go together', async () => {
+    const batches = new PgWriteBatches(pool, 1);
+    const first = batches.run(write('w6-0', 'p1', 0));
+    await endOfTurn(); // sent
+    const ids = Array.from({ length: 12 }, (_, i) => `w6-${i + 1}`);
+    const rest = ids.map((id, i) => batches.run(write(id, 'p2', i + 1)));
+    await Promise.all([first, ...rest]);
+    expect(batches.counts).toEqual({ calls: 13, statements: 2 });
+    expect(await rowsOf(['w6-0', ...ids])).toHaveLength(13);
+  });
+
+  it('a write made while nothing is in flight goes at the end of its turn, alone', async () => {
     const batches = new PgWriteBatches(pool, 2);
     await batches.run(write('w4-0', 'p1', 0));
     await batches.run(write('w4-1', 'p1', 1));
@@ -162,7 +174,7 @@ describe.skipIf(!process.env.DATABASE_URL)('batches on PostgreSQL', () => {
   const LOOKUP =
     'select a.id, a.n, p.id as parent from a join parent p on p.id = a.parent_id where a.id = $1 and p.id = $2';
 
-  it('lookups made while one is in flight go as one statement; each call gets its own row, or none', async () => {
+  it('lookups made in one turn go as one statement; each call gets its own row, or none', async () => {
     await Promise.all(
       Array.from({ length: 6 }, (_, i) => new PgWriteBatches(pool).run(write(`l1-${i}`, 'p2', 100 + i))),
     );
@@ -176,9 +188,12 @@ describe.skipIf(!process.env.DATABASE_URL)('batches on PostgreSQL', () => {
           : [`l1-${(i - 1) / 2}`, 'p1'],
     );
     const answers = await Promise.all(calls.map((params) => lookups.run(LOOKUP, params)));
-    expect(lookups.counts).toEqual({ calls: 12, statements: 2 });
+    expect(lookups.counts).toEqual({ calls: 12, statements: 1 });
+    // Rows of a batch also carry the number of their call.
     answers.forEach((rows, i) =>
-      expect(rows).toEqual(i % 2 === 0 ? [{ id: `l1-${i / 2}`, n: 100 + i / 2, parent: 'p2' }] : []),
+      expect(rows).toEqual(
+        i % 2 === 0 ? [{ id: `l1-${i / 2}`, n: 100 + i / 2, parent: 'p2', wr_call: i + 1 }] : [],
+      ),
     );
   });
 
@@ -194,7 +209,7 @@ describe.skipIf(!process.env.DATABASE_URL)('batches on PostgreSQL', () => {
     const outcomes = await Promise.allSettled(params.map((p) => lookups.run(sql, p)));
     expect(outcomes.map((o) => o.status)).toEqual(['fulfilled', 'fulfilled', 'rejected', 'fulfilled']);
     expect(((outcomes[2] as PromiseRejectedResult).reason as pg.DatabaseError).code).toBe('22P02');
-    expect((outcomes[3] as PromiseFulfilledResult<unknown>).value).toEqual([{ id: 'l1-3' }]);
+    expect((outcomes[3] as PromiseFulfilledResult<unknown>).value).toEqual([{ id: 'l1-3' }]); // sent again alone
   });
 
   it('a lookup sees what committed before it was made, even when it waited for a batch', async () => {
