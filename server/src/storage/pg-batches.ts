@@ -42,8 +42,8 @@ interface Waiting<T, A> {
 
 /** How a kind of call is sent: one alone, or several of one shape as one statement (answers in order). */
 interface Sender<T, A> {
-  alone(item: T): Promise<A>;
-  together(items: T[]): Promise<A[]>;
+  alone(item: T, shape: string): Promise<A>;
+  together(items: T[], shape: string): Promise<A[]>;
 }
 
 /**
@@ -110,11 +110,11 @@ class Coalescer<T, A> {
     }
   }
 
-  async #dispatch(calls: Waiting<T, A>[]): Promise<void> {
+  async #dispatch(calls: Waiting<T, A>[], shape: string): Promise<void> {
     const started = performance.now();
     this.#inFlight.push(started);
     try {
-      await this.#send(calls);
+      await this.#send(calls, shape);
     } finally {
       this.#inFlight.splice(this.#inFlight.indexOf(started), 1);
       // The calls that waited longest go next; above the usual number in flight (stalled statements)
@@ -127,17 +127,20 @@ class Coalescer<T, A> {
     }
   }
 
-  async #send(calls: Waiting<T, A>[]): Promise<void> {
+  async #send(calls: Waiting<T, A>[], shape: string): Promise<void> {
     if (calls.length === 1) {
       const [call] = calls as [Waiting<T, A>];
-      await this.sender.alone(call.item).then(call.resolve, call.reject);
+      await this.sender.alone(call.item, shape).then(call.resolve, call.reject);
       return;
     }
     let answers: A[];
     try {
-      answers = await this.sender.together(calls.map((c) => c.item));
+      answers = await this.sender.together(
+        calls.map((c) => c.item),
+        shape,
+      );
     } catch (err) {
-      if (err instanceof pg.DatabaseError) for (const c of calls) await this.#send([c]);
+      if (err instanceof pg.DatabaseError) for (const c of calls) await this.#send([c], shape);
       else for (const c of calls) c.reject(err);
       return;
     }
@@ -161,7 +164,7 @@ class Coalescer<T, A> {
     const calls = queue.splice(0, this.maxBatch);
     this.#waiting.delete(shape);
     if (queue.length > 0) this.#waiting.set(shape, queue); // to the back: other shapes go next
-    void this.#dispatch(calls);
+    void this.#dispatch(calls, shape);
   }
 }
 
@@ -171,26 +174,57 @@ export interface BatchCounts {
   statements: number;
 }
 
-/** Runs one statement on a pooled connection (named: pg-statements.ts); its rows. */
-async function query(
+/**
+ * Gives a client back to the pool, or destroys it after an error PostgreSQL did not answer itself (a
+ * broken connection must not go back to the pool).
+ */
+export function releaseClient(client: pg.PoolClient, err?: unknown): void {
+  client.release(err !== undefined && !(err instanceof pg.DatabaseError) ? (err as Error) : undefined);
+}
+
+/** Runs one statement outside any transaction on a pooled connection (named: pg-statements.ts); its rows. */
+export async function runPooled(
+  pool: pg.Pool,
+  sql: string,
+  parameters: readonly unknown[],
+): Promise<Record<string, unknown>[]> {
+  namePgStatement(sql);
+  // Not pool.query, which bypasses the named statements.
+  const client = await pool.connect();
+  let rows: Record<string, unknown>[];
+  try {
+    rows = (await client.query(sql, [...parameters])).rows as Record<string, unknown>[];
+  } catch (err) {
+    releaseClient(client, err);
+    throw err;
+  }
+  releaseClient(client);
+  return rows;
+}
+
+/** `runPooled`, counted. */
+function query(
   pool: pg.Pool,
   counts: BatchCounts,
   sql: string,
-  parameters: unknown[],
+  parameters: readonly unknown[],
 ): Promise<Record<string, unknown>[]> {
-  namePgStatement(sql);
   counts.statements++;
-  // Not pool.query, which bypasses the named statements.
-  const client = await pool.connect();
-  try {
-    const r = await client.query(sql, parameters);
-    client.release();
-    return r.rows as Record<string, unknown>[];
-  } catch (err) {
-    // A broken connection must not go back to the pool; one PostgreSQL answered with an error may.
-    client.release(err instanceof pg.DatabaseError ? undefined : (err as Error));
-    throw err;
-  }
+  return runPooled(pool, sql, parameters);
+}
+
+/** `sql` with every parameter `$n` renumbered `$(n + offset)` (our own SQL: `$n` is never in a literal). */
+export const renumberParameters = (sql: string, offset: number): string =>
+  offset === 0 ? sql : sql.replace(/\$(\d+)/g, (_, n: string) => `$${Number(n) + offset}`);
+
+/** Statements as one: all but the last as data-modifying CTEs `w0, w1, …` of the last. */
+export function asOneStatement(statements: readonly string[]): string {
+  const last = statements[statements.length - 1]!;
+  if (statements.length === 1) return last;
+  return `with ${statements
+    .slice(0, -1)
+    .map((s, i) => `w${i} as (${s})`)
+    .join(', ')} ${last}`;
 }
 
 /** Batch statement texts, by shape and size: a few sizes of a few shapes, bounded all the same. */
@@ -206,9 +240,6 @@ class Texts {
     return text;
   }
 }
-
-const renumber = (sql: string, offset: number) =>
-  offset === 0 ? sql : sql.replace(/\$(\d+)/g, (_, n: string) => `$${Number(n) + offset}`);
 
 // --- writes ---
 
@@ -248,13 +279,11 @@ export function batchedInsertSql(
     const m = SINGLE_ROW_INSERT.exec(texts[i]!);
     if (!m) return undefined;
     const tuples: string[] = [];
-    for (let r = 0; r < rows; r++) tuples.push(renumber(m[2]!, offset + r * counts[i]!));
+    for (let r = 0; r < rows; r++) tuples.push(renumberParameters(m[2]!, offset + r * counts[i]!));
     inserts.push(m[1]! + tuples.join(', '));
     offset += counts[i]! * rows;
   }
-  const last = inserts.pop();
-  if (last === undefined) return undefined;
-  return inserts.length === 0 ? last : `with ${inserts.map((s, i) => `w${i} as (${s})`).join(', ')} ${last}`;
+  return inserts.length === 0 ? undefined : asOneStatement(inserts);
 }
 
 function writeShape(parts: readonly WritePart[]): string {
@@ -274,9 +303,9 @@ export class PgWriteBatches {
     maxRows = 64,
   ) {
     this.#coalescer = new Coalescer(maxInFlight, maxRows, {
-      alone: (write) => this.#write([write]),
-      together: async (writes) => {
-        await this.#write(writes);
+      alone: (write, shape) => this.#write([write], shape),
+      together: async (writes, shape) => {
+        await this.#write(writes, shape);
         return writes.map(() => undefined);
       },
     });
@@ -296,9 +325,10 @@ export class PgWriteBatches {
     return this.#coalescer.run(parts, writeShape(parts));
   }
 
-  async #write(writes: (readonly WritePart[])[]): Promise<void> {
+  /** Writes of one shape (`writeShape` of their parts) as one statement. */
+  async #write(writes: (readonly WritePart[])[], shape: string): Promise<void> {
     const parts = writes[0]!;
-    const text = this.#texts.get(writeShape(parts), writes.length, () => {
+    const text = this.#texts.get(shape, writes.length, () => {
       const made = batchedInsertSql(
         parts.map((p) => p.sql),
         parts.map((p) => p.parameters.length),

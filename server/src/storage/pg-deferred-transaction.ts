@@ -6,9 +6,15 @@ import {
   type KyselyProps,
   type QueryResult,
 } from 'kysely';
-import pg from 'pg';
+import type pg from 'pg';
 import { namePgStatement } from './pg-statements.js';
-import { PgWriteBatches } from './pg-batches.js';
+import {
+  asOneStatement,
+  PgWriteBatches,
+  releaseClient,
+  renumberParameters,
+  runPooled,
+} from './pg-batches.js';
 
 /**
  * PostgreSQL write transactions that cost one round trip when all they do is insert (issue 18, point
@@ -103,14 +109,13 @@ function combinedSql(held: readonly Held[]): string {
 
 function renumbered(held: readonly Held[]): string {
   let offset = 0;
-  const parts = held.map((h) => {
-    const at = offset;
-    offset += h.parameters.length;
-    // Deferrable SQL is our own INSERTs: `$n` appears only as a parameter, never inside a literal.
-    return at === 0 ? h.sql : h.sql.replace(/\$(\d+)/g, (_, n: string) => `$${Number(n) + at}`);
-  });
-  const last = parts.pop()!;
-  return `with ${parts.map((s, i) => `w${i} as (${s})`).join(', ')} ${last}`;
+  return asOneStatement(
+    held.map((h) => {
+      const at = offset;
+      offset += h.parameters.length;
+      return renumberParameters(h.sql, at);
+    }),
+  );
 }
 
 async function run<R>(
@@ -122,14 +127,6 @@ async function run<R>(
   const counted =
     r.command === 'INSERT' || r.command === 'UPDATE' || r.command === 'DELETE' || r.command === 'MERGE';
   return { rows: (r.rows ?? []) as R[], ...(counted ? { numAffectedRows: BigInt(r.rowCount ?? 0) } : {}) };
-}
-
-/**
- * Gives a client back to the pool, or destroys it after an error PostgreSQL did not answer itself (a
- * broken connection must not go back to the pool).
- */
-function releaseClient(client: pg.PoolClient, err?: unknown): void {
-  client.release(err !== undefined && !(err instanceof pg.DatabaseError) ? (err as Error) : undefined);
 }
 
 /** The one connection of a deferred transaction (Kysely's `DatabaseConnection`, see above). */
@@ -176,7 +173,11 @@ class DeferringConnection implements DatabaseConnection {
         const part = parts[0]!;
         // Plain INSERTs may share a statement with other transactions' (group commit).
         if (this.batches && PgWriteBatches.batchable(part)) await this.batches.run(part);
-        else await this.#runAlone(combineStatements(part));
+        else {
+          // One statement outside any transaction (atomic by itself), on a client of its own.
+          const { sql, parameters } = combineStatements(part);
+          await runPooled(this.pool, sql, parameters);
+        }
         return;
       }
     }
@@ -190,20 +191,6 @@ class DeferringConnection implements DatabaseConnection {
       throw err;
     }
     this.#release();
-  }
-
-  /** One statement outside any transaction (atomic by itself), on a client of its own. */
-  async #runAlone({ sql, parameters }: Held): Promise<void> {
-    namePgStatement(sql);
-    // Not pool.query, which bypasses the named statements (pg-statements.ts).
-    const client = await this.pool.connect();
-    try {
-      await client.query(sql, [...parameters]);
-    } catch (err) {
-      releaseClient(client, err);
-      throw err;
-    }
-    releaseClient(client);
   }
 
   async rollback(): Promise<void> {

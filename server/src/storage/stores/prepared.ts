@@ -43,23 +43,23 @@ export function prepared<A extends (string | number | null)[], R>(
     const params = entry.slots.map((s) => (typeof s === 'number' ? args[s] : s.fixed));
     return { sql: entry.sql, params };
   };
+  // On SQLite, run it right here when that is safe (see runNow; reads outside transactions may be
+  // answered from the committed-read cache); otherwise through Kysely.
+  const execute = async (db: Executor, sql: string, params: unknown[]): Promise<QueryResult<R>> =>
+    runNow<R>(db as Kysely<unknown>, sql, params) ??
+    db.executeQuery<R>(CompiledQuery.raw(sql, params) as CompiledQuery<R>);
   const run = async (db: Executor, ...args: A): Promise<QueryResult<R>> => {
     const { sql, params } = compiled(db, args);
-    // On SQLite, run it right here when that is safe (see runNow; reads outside transactions may be
-    // answered from the committed-read cache); otherwise through Kysely.
-    return (
-      runNow<R>(db as Kysely<unknown>, sql, params) ??
-      db.executeQuery<R>(CompiledQuery.raw(sql, params) as CompiledQuery<R>)
-    );
+    return execute(db, sql, params);
   };
   /**
    * For a read of at most one row: with `lookups` (the database's, PostgreSQL, outside any
    * transaction) it may go with other calls of the same statement as one (storage/pg-batches.ts).
    */
   const lookup = async (db: Executor, lookups: PgLookupBatches | undefined, ...args: A): Promise<R[]> => {
-    if (!lookups) return (await run(db, ...args)).rows;
     const { sql, params } = compiled(db, args);
-    return PgLookupBatches.batchable(params) ? lookups.run<R>(sql, params) : (await run(db, ...args)).rows;
+    if (lookups && PgLookupBatches.batchable(params)) return lookups.run<R>(sql, params);
+    return (await execute(db, sql, params)).rows;
   };
   return Object.assign(run, { lookup });
 }
